@@ -1,0 +1,132 @@
+"""Stage 4: render everything, format it, and write it or compare it with ``generated/``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tracepack.codegen.emit_fbs import emit_fbs
+from tracepack.codegen.emit_jsonschema import emit_jsonschema
+from tracepack.codegen.emit_python import emit_package_index, emit_python
+from tracepack.codegen.model import Schema, load_schema
+from tracepack.errors import SchemaError
+
+__all__ = ["FIX_COMMAND", "check_generated", "load_schemas", "render_all", "write_generated"]
+
+FIX_COMMAND = "make generate"
+_SCHEMA_FILE = re.compile(r"^tracepack-(\d+)\.(\d+)\.toml$")
+#: Folders of ``generated/`` that the generator owns entirely (stale files there are removed).
+_OWNED = ("python/tracepack_generated", "jsonschema", "fbs")
+
+
+def load_schemas(schema_dir: str | Path) -> list[Schema]:
+    """Every ``tracepack-X.Y.toml`` in ``schema_dir``, oldest first."""
+    folder = Path(schema_dir)
+    found = []
+    for path in folder.iterdir() if folder.is_dir() else ():
+        m = _SCHEMA_FILE.match(path.name)
+        if m:
+            found.append(((int(m.group(1)), int(m.group(2))), path))
+    if not found:
+        raise SchemaError("no schema files (tracepack-X.Y.toml)", source=str(folder))
+    schemas = []
+    for version, path in sorted(found):
+        schema = load_schema(path, display=f"{folder.name}/{path.name}")
+        if (schema.major, schema.minor) != version:
+            raise SchemaError(
+                f"declares version {schema.version} but is named for {version[0]}.{version[1]}",
+                source=schema.source,
+                where="$.schema.version",
+            )
+        schemas.append(schema)
+    return schemas
+
+
+def render_all(schemas: list[Schema]) -> dict[str, str]:
+    """``{path relative to generated/: text}``, before formatting."""
+    files: dict[str, str] = {"python/tracepack_generated/__init__.py": emit_package_index(schemas)}
+    for schema in schemas:
+        files.update(emit_python(schema))
+        files.update(emit_jsonschema(schema))
+        files.update(emit_fbs(schema))
+    return files
+
+
+def _ruff() -> str:
+    exe = Path(sys.executable).parent / "ruff"
+    found = str(exe) if exe.exists() else shutil.which("ruff")
+    if not found:
+        raise SchemaError("the formatter `ruff` is not installed; run `make venv` (or pip install -e '.[dev]')")
+    return found
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    py = [str(root / rel) for rel in files if rel.endswith(".py")]
+    if py:
+        # The repository's ruff settings apply (line length, quote style), so generated code
+        # is formatted exactly like hand-written code.
+        cmd = [_ruff(), "format", "--quiet", *py]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SchemaError(f"ruff format failed on generated code: {done.stderr.strip()}")
+
+
+def _render_formatted(schema_dir: str | Path) -> dict[str, str]:
+    files = render_all(load_schemas(schema_dir))
+    # Format inside the repository (so its ruff config applies), in a temporary folder.
+    with tempfile.TemporaryDirectory(prefix=".codegen-", dir=".") as tmp:
+        root = Path(tmp)
+        _write_tree(root, files)
+        return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
+
+
+def _existing(out: Path) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for owned in _OWNED:
+        base = out / owned
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[path.relative_to(out).as_posix()] = path.read_text(encoding="utf-8")
+    return found
+
+
+def write_generated(schema_dir: str | Path, out: str | Path) -> int:
+    """Regenerate ``out``; remove files there that the schemas no longer produce."""
+    out = Path(out)
+    files = _render_formatted(schema_dir)
+    for rel in set(_existing(out)) - set(files):
+        (out / rel).unlink()
+    for rel, text in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+    return len(files)
+
+
+def check_generated(schema_dir: str | Path, out: str | Path) -> list[str]:
+    """Return what is stale in ``out`` (missing, changed, or no longer produced); empty when current."""
+    want = _render_formatted(schema_dir)
+    have = _existing(Path(out))
+    stale = []
+    for rel in sorted(set(want) | set(have)):
+        if rel not in have:
+            stale.append(f"{rel} is missing")
+        elif rel not in want:
+            stale.append(f"{rel} is no longer generated")
+        elif have[rel] != want[rel]:
+            stale.append(f"{rel} differs from what the schema generates")
+    return stale

@@ -1,0 +1,135 @@
+"""The tracepack error hierarchy.
+
+Every error carries *where* it happened: the source (a file name, or ``<bytes>``
+for in-memory input), a location inside it (a byte offset, a JSON-path-like
+``$.graph.nodes[3].stack``, a zip member, a pickle opcode position) and what
+was expected there. ``str(err)`` is always a single line::
+
+    model.tpk: at byte 0: bad magic b'PK\\x03\\x04'; expected a tracepack container
+
+The CLI prints exactly that line on stderr and exits with ``err.exit_code``:
+
+====================  ==========  ==========================================
+class                 exit code   raised for
+====================  ==========  ==========================================
+TracepackError        1           base class; internal errors
+InputError            2           anything wrong with what the user gave us
+  ContainerError      2           the ``.tpk`` header: magic, truncation,
+                                  checksum, size limits, unknown codec
+  VersionError        2           a schema/container/legacy version we cannot
+                                  read (or write, for ``--to-version``)
+  DecodeError         2           a payload that does not match the schema
+  IntegrityError      2           references out of range, trie cycles,
+                                  duplicate table entries
+  LegacyFormatError   2           torch ``model.json`` / ``.pt2`` / ``.pt``
+                                  / pickle problems
+    UnsafePickleError 2           a pickle that tries to import or call
+  SchemaError         2           a schema file that is not valid
+  UsageError          2           bad arguments to an API or CLI command
+EncodeError           1           we could not encode a document
+====================  ==========  ==========================================
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ContainerError",
+    "DecodeError",
+    "EncodeError",
+    "InputError",
+    "IntegrityError",
+    "LegacyFormatError",
+    "SchemaError",
+    "TracepackError",
+    "UnsafePickleError",
+    "UsageError",
+    "VersionError",
+]
+
+
+class TracepackError(Exception):
+    """Base class of every error tracepack raises on purpose.
+
+    ``source`` names the input (file path or ``<bytes>``), ``where`` the place
+    inside it, ``problem`` what is wrong and ``expected`` what should have been
+    there. All four end up, in that order, in the one-line message.
+    """
+
+    exit_code: int = 1
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        where: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.where = where
+        self.expected = expected
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.source:
+            parts.append(self.source)
+        if self.where:
+            parts.append(self.where)
+        text = self.problem if self.expected is None else f"{self.problem}; expected {self.expected}"
+        parts.append(text)
+        # Errors are one line, always: fold any newline a wrapped message brought in.
+        return ": ".join(parts).replace("\r", "\\r").replace("\n", "\\n")
+
+    def with_source(self, source: str) -> TracepackError:
+        """Return this error with ``source`` filled in if it was not known yet."""
+        if self.source is None:
+            self.source = source
+            self.args = (self._render(),)
+        return self
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class InputError(TracepackError):
+    """The input is wrong: the user can fix it. Exit code 2."""
+
+    exit_code = 2
+
+
+class ContainerError(InputError):
+    """The ``.tpk`` container is damaged: magic, header, length, checksum, limits."""
+
+
+class VersionError(InputError):
+    """A version this build cannot read or write."""
+
+
+class DecodeError(InputError):
+    """A payload does not match the schema it claims."""
+
+
+class IntegrityError(DecodeError):
+    """A decoded document breaks an invariant: reference out of range, trie cycle, duplicate."""
+
+
+class LegacyFormatError(InputError):
+    """A torch artifact (``model.json``, ``.pt2``, ``.pt``, ``debug_pkl``) we cannot read."""
+
+
+class UnsafePickleError(LegacyFormatError):
+    """A pickle asked for something a data-only reader never does (import, call, build)."""
+
+
+class SchemaError(InputError):
+    """A schema file (``schema/*.toml``) is invalid."""
+
+
+class UsageError(InputError):
+    """Bad arguments: wrong option values, a node that does not exist, and so on."""
+
+
+class EncodeError(TracepackError):
+    """A document could not be encoded (a bug, or a value the target cannot hold)."""
