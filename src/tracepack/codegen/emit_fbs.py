@@ -103,9 +103,9 @@ def emit_fbs(schema: Schema) -> dict[str, str]:
     for u in schema.unions.values():
         out += _comment(u.doc)
         out.append(f"union {u.name} {{")
-        for v in u.variants:
-            out += _comment(v.doc, "  ")
-            out.append(f"  {v.type} = {v.id},")
+        for var in u.variants:
+            out += _comment(var.doc, "  ")
+            out.append(f"  {var.type} = {var.id},")
         out += ["}", ""]
         out += _comment(f"A {u.name} in a table, so that vectors of them work in every language.")
         out += [f"table {u.name}Box {{", f"  value:{u.name} (id: 1);", "}", ""]

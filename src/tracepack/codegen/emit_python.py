@@ -103,7 +103,7 @@ def _emit_model(schema: Schema) -> str:
         "from __future__ import annotations",
         "",
         "import enum",
-        "from typing import Annotated, Final, Union",
+        "from typing import Annotated, Final",
         "",
         "import msgspec",
         "",
@@ -141,7 +141,7 @@ def _emit_model(schema: Schema) -> str:
             out.append(line)
         out.append("")
     for u in schema.unions.values():
-        out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = Union[{', '.join(v.type for v in u.variants)}]", ""]
+        out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = {' | '.join(v.type for v in u.variants)}", ""]
     return "\n".join(out) + "\n"
 
 
@@ -173,7 +173,7 @@ def _emit_json_model(schema: Schema) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import Annotated, Literal, Union",
+        "from typing import Annotated, Literal",
         "",
         "import msgspec",
         "",
@@ -204,7 +204,7 @@ def _emit_json_model(schema: Schema) -> str:
             out.append(line)
         out.append("")
     for u in schema.unions.values():
-        out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = Union[{', '.join(v.type for v in u.variants)}]", ""]
+        out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = {' | '.join(v.type for v in u.variants)}", ""]
     return "\n".join(out) + "\n"
 
 
@@ -376,10 +376,7 @@ class _Validator:
             flat = f"[r.{f.name} for r in rows{cond}]"
             path = f'at + ".{f.name}"'
             item = t
-        if item.kind == "struct":
-            fn = self.rows_fn(self.schema.structs[item.name])
-        else:
-            fn = self.union_fn(item.name)
+        fn = self.rows_fn(self.schema.structs[item.name]) if item.kind == "struct" else self.union_fn(item.name)
         body.append(f"    {fn}({flat}, {path}, n)")
 
     def emit(self) -> str:
@@ -417,7 +414,14 @@ class _Validator:
                 rc = schema.structs[f.type.name].row_column
                 assert rc is not None
                 out.append(f'        "{name}": len(doc.{name}.{rc.name}),')
-        out += ["    }", "", "", f"def validate(doc: m.{root.name}) -> None:", '    """Raise IntegrityError at the first broken invariant of ``doc``."""', "    n = table_sizes(doc)"]
+        out += [
+            "    }",
+            "",
+            "",
+            f"def validate(doc: m.{root.name}) -> None:",
+            '    """Raise IntegrityError at the first broken invariant of ``doc``."""',
+            "    n = table_sizes(doc)",
+        ]
         if "strings" in targets:
             out.append('    rt.check_string_table(doc.strings, "$.strings")')
         for f in root.fields:

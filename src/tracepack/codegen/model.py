@@ -212,9 +212,9 @@ class Schema:
         """Root fields that ``ref`` may name: the string table and the columnar tables."""
         out: dict[str, Field] = {}
         for f in self.root_struct.fields:
-            if f.type.kind == "list" and f.type.item is not None and f.type.item.kind == "str":
-                out[f.name] = f
-            elif f.type.kind == "struct" and self.structs[f.type.name].table:
+            if (f.type.kind == "list" and f.type.item is not None and f.type.item.kind == "str") or (
+                f.type.kind == "struct" and self.structs[f.type.name].table
+            ):
                 out[f.name] = f
         return out
 
@@ -314,24 +314,24 @@ def build_model(raw: RawSchema, *, source: str, text: str = "", sha256: str = ""
     for uname, ru in raw.unions.items():
         ids: dict[int, str] = {}
         variants = []
-        for vname, rv in ru.variants.items():
+        for vname, rvar in ru.variants.items():
             where = f"$.unions.{uname}.variants.{vname}"
             if not _MEMBER_NAME.match(vname):
                 p.add(where, "variant names are snake_case identifiers")
-            if not 1 <= rv.id <= 255:
-                p.add(where, f"id {rv.id} is outside 1..255")
-            if rv.id in ids:
-                p.add(where, f"id {rv.id} already used by {ids[rv.id]}")
-            ids[rv.id] = vname
-            if names.get(rv.type) != "struct":
-                p.add(where, f"variant type {rv.type!r} is not a struct")
-            elif "kind" in raw.structs[rv.type].fields:
-                p.add(where, f"struct {rv.type} has a field `kind`, which the JSON codec uses as the union tag")
-            elif rv.type in variant_of:
-                p.add(where, f"struct {rv.type} is already a variant of {variant_of[rv.type][0]}")
+            if not 1 <= rvar.id <= 255:
+                p.add(where, f"id {rvar.id} is outside 1..255")
+            if rvar.id in ids:
+                p.add(where, f"id {rvar.id} already used by {ids[rvar.id]}")
+            ids[rvar.id] = vname
+            if names.get(rvar.type) != "struct":
+                p.add(where, f"variant type {rvar.type!r} is not a struct")
+            elif "kind" in raw.structs[rvar.type].fields:
+                p.add(where, f"struct {rvar.type} has a field `kind`, which the JSON codec uses as the union tag")
+            elif rvar.type in variant_of:
+                p.add(where, f"struct {rvar.type} is already a variant of {variant_of[rvar.type][0]}")
             else:
-                variant_of[rv.type] = (uname, vname, rv.id)
-            variants.append(Variant(vname, rv.id, rv.type, rv.doc.strip(), rv.deprecated))
+                variant_of[rvar.type] = (uname, vname, rvar.id)
+            variants.append(Variant(vname, rvar.id, rvar.type, rvar.doc.strip(), rvar.deprecated))
         if not variants:
             p.add(f"$.unions.{uname}", "a union needs at least one variant")
         unions[uname] = Union(uname, ru.doc.strip(), tuple(sorted(variants, key=lambda v: v.id)))

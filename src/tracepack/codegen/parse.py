@@ -18,7 +18,7 @@ from tracepack.errors import SchemaError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 __all__ = ["RawEnum", "RawField", "RawSchema", "RawStruct", "RawUnion", "parse_schema_text"]
 

@@ -13,7 +13,7 @@ by index.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -448,18 +448,18 @@ class Document(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 #: A node input or output value.
-Argument = Union[
-    ArgNone,
-    ArgTensor,
-    ArgTensors,
-    ArgInt,
-    ArgInts,
-    ArgFloat,
-    ArgFloats,
-    ArgBool,
-    ArgBools,
-    ArgString,
-    ArgStrings,
-    ArgSymInt,
-    ArgGeneric,
-]
+Argument = (
+    ArgNone
+    | ArgTensor
+    | ArgTensors
+    | ArgInt
+    | ArgInts
+    | ArgFloat
+    | ArgFloats
+    | ArgBool
+    | ArgBools
+    | ArgString
+    | ArgStrings
+    | ArgSymInt
+    | ArgGeneric
+)

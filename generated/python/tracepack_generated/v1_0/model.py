@@ -14,7 +14,7 @@ by index.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Final, Union
+from typing import Annotated, Final
 
 import msgspec
 
@@ -477,18 +477,18 @@ class Document(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
 
 
 #: A node input or output value.
-Argument = Union[
-    ArgNone,
-    ArgTensor,
-    ArgTensors,
-    ArgInt,
-    ArgInts,
-    ArgFloat,
-    ArgFloats,
-    ArgBool,
-    ArgBools,
-    ArgString,
-    ArgStrings,
-    ArgSymInt,
-    ArgGeneric,
-]
+Argument = (
+    ArgNone
+    | ArgTensor
+    | ArgTensors
+    | ArgInt
+    | ArgInts
+    | ArgFloat
+    | ArgFloats
+    | ArgBool
+    | ArgBools
+    | ArgString
+    | ArgStrings
+    | ArgSymInt
+    | ArgGeneric
+)

@@ -1,0 +1,59 @@
+# tracepack: every task is a target; `make help` lists them.
+# Each target sets up what it needs (a virtual environment in .venv) on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.installed-torch
+# torch is pinned exactly: a looser pin pulls the newest build with gigabytes of CUDA packages.
+TORCH_PIN := torch==2.13.0
+
+.DEFAULT_GOAL := help
+.PHONY: help venv venv-torch demo test test-fast generate check fix lint typecheck bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP) ## Create .venv and install tracepack with its test and dev tools
+
+$(TORCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check '$(TORCH_PIN)'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,torch]'
+	@touch $@
+
+venv-torch: $(TORCH_STAMP) ## Also install torch 2.13.0 (CPU) for the torch bridge and its tests
+
+demo: $(STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
+	$(BIN)/tracepack demo
+
+test: $(STAMP) ## Run the whole test suite (thorough hypothesis profile on CI)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
+	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q
+
+generate: $(STAMP) ## Regenerate generated/ from schema/
+	$(BIN)/python -m tracepack.codegen generate
+
+check: $(STAMP) ## Fail if generated/ is stale, code is not ruff-clean or not mypy-clean
+	$(BIN)/python -m tracepack.codegen check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
+	$(BIN)/python -m tracepack.codegen generate
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
+	$(BIN)/python -m tracepack.bench
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

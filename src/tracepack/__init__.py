@@ -1,0 +1,174 @@
+"""tracepack: exported ML graphs and their debug info, typed, interned, versioned.
+
+>>> import tracepack
+>>> doc = tracepack.load("model.tpk")             # any codec, compression, released version
+>>> doc.node("linear").stack_trace                 # the legacy string, byte for byte
+>>> tracepack.dump(doc, "out.tpk", codec="msgpack", compression="zstd", level=19)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
+from tracepack.document import Document, NodeView
+from tracepack.errors import (
+    ContainerError,
+    DecodeError,
+    EncodeError,
+    InputError,
+    IntegrityError,
+    LegacyFormatError,
+    SchemaError,
+    TracepackError,
+    UnsafePickleError,
+    UsageError,
+    VersionError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ContainerError",
+    "DecodeError",
+    "Document",
+    "DocumentBuilder",
+    "EncodeError",
+    "Generic",
+    "InputError",
+    "IntegrityError",
+    "LegacyFormatError",
+    "NodeView",
+    "SchemaError",
+    "SymInt",
+    "Tensor",
+    "TracepackError",
+    "UnsafePickleError",
+    "UsageError",
+    "VersionError",
+    "__version__",
+    "dump",
+    "dumps",
+    "load",
+    "loads",
+]
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview
+
+
+def loads(
+    data: bytes | bytearray | memoryview,
+    *,
+    source: str = "<bytes>",
+    max_size: int | None = None,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    validate: bool = True,
+) -> Document:
+    """Decode a ``.tpk`` container held in memory (see :func:`load`)."""
+    from tracepack import container, migrations
+    from tracepack.codecs import codec_by_name
+    from tracepack.versions import CURRENT, reader_version
+
+    header, payload = container.unpack(
+        data, source=source, max_size=container.DEFAULT_MAX_SIZE if max_size is None else max_size, zstd_dict=zstd_dict
+    )
+    version = reader_version(header.schema_version, source=source)
+    _, codec = codec_by_name(header.codec)
+    raw = codec.decode(payload, version, source=source)
+    declared = (raw.header.version.major, raw.header.version.minor)
+    if raw.header.magic != "tracepack":
+        raise DecodeError(
+            f"payload magic is {raw.header.magic!r}", source=source, where="$.header.magic", expected="'tracepack'"
+        )
+    if declared != header.schema_version:
+        raise DecodeError(
+            f"payload says schema {declared[0]}.{declared[1]}, container header says "
+            f"{header.schema_version[0]}.{header.schema_version[1]}",
+            source=source,
+            where="$.header.version",
+        )
+    try:
+        if validate:
+            from tracepack.versions import generated
+
+            generated(version).validate.validate(raw)
+        raw = migrations.upgrade(raw, version, CURRENT)
+        doc = Document(raw, source_version=header.schema_version)
+        if validate:
+            doc.validate()
+    except TracepackError as exc:
+        raise exc.with_source(source) from None
+    return doc
+
+
+def load(
+    source: Source,
+    *,
+    max_size: int | None = None,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    validate: bool = True,
+) -> Document:
+    """Read a ``.tpk`` file (a path) or container bytes into a :class:`Document`.
+
+    The codec, compression and schema version come from the header; older released
+    versions are migrated to the current one in memory. ``max_size`` caps the
+    decompressed size (default 4 GiB). ``validate`` checks every reference and trie.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return loads(source, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
+    name = os.fspath(source)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    return loads(data, source=name, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
+
+
+def dumps(
+    doc: Document,
+    *,
+    codec: str = "msgpack",
+    compression: str = "zstd",
+    level: int = 3,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    version: tuple[int, int] | None = None,
+) -> bytes:
+    """Encode ``doc`` as ``.tpk`` container bytes.
+
+    ``version`` writes an older released schema version where no information is lost.
+    """
+    from tracepack import container, migrations
+    from tracepack.codecs import codec_by_name
+    from tracepack.versions import CURRENT
+
+    target = CURRENT if version is None else version
+    _, module = codec_by_name(codec)
+    raw: Any = doc.raw
+    if target != CURRENT:
+        raw = migrations.downgrade(raw, CURRENT, target)
+    payload = module.encode(raw, target)
+    return container.pack(
+        payload, schema_version=target, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict
+    )
+
+
+def dump(
+    doc: Document,
+    path: str | os.PathLike[str],
+    *,
+    codec: str = "msgpack",
+    compression: str = "zstd",
+    level: int = 3,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    version: tuple[int, int] | None = None,
+) -> int:
+    """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size."""
+    from tracepack.container import atomic_write
+
+    data = dumps(doc, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict, version=version)
+    atomic_write(path, data)
+    return len(data)

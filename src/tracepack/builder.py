@@ -1,0 +1,495 @@
+"""The interning writer: build a document node by node.
+
+Every string, source line, frame, call stack and module path is stored once,
+whatever order nodes arrive in. Stack traces come as ``traceback`` frame
+summaries, ``(file, line, name, code)`` tuples, or legacy strings; module
+stacks as ``(key, path, type)`` tuples or ``nn_module_stack`` strings. Repeated
+inputs hit a cache keyed by the input itself, so the common case (many nodes,
+few distinct traces) costs one dictionary lookup per node.
+
+    >>> b = DocumentBuilder()
+    >>> _ = b.add_node("add", "aten.add", stack_trace=[("m.py", 3, "forward", "x + y")])
+    >>> doc = b.build()
+    >>> doc.node("add").stack_trace
+    'File "m.py", line 3, in forward\\n    x + y'
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from tracepack import model as m
+from tracepack.errors import UsageError
+from tracepack.traces import (
+    STYLE_STRIPPED,
+    FrameKey,
+    ModuleKey,
+    parse_nn_module_stack,
+    parse_stack_trace,
+)
+
+if TYPE_CHECKING:
+    from tracepack.document import Document
+
+__all__ = ["DocumentBuilder", "Generic", "StackInput", "SymInt", "Tensor"]
+
+#: What a stack trace may be given as.
+StackInput: TypeAlias = (
+    "str | traceback.StackSummary | Sequence[traceback.FrameSummary] | Sequence[tuple[Any, ...]] | Sequence[FrameKey]"
+)
+
+#: Metadata keys whose values are lifted into the node's stack / module references.
+STACK_KEY = "stack_trace"
+MODULE_KEY = "nn_module_stack"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor argument, by value name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class SymInt:
+    """A symbolic integer argument, by value name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Generic:
+    """An argument without a typed form: the producer's variant name and a JSON-able value."""
+
+    variant: str
+    value: Any
+
+
+def _version_info() -> str:
+    from tracepack import __version__
+
+    return __version__
+
+
+class DocumentBuilder:
+    """Accumulates interned tables and nodes; :meth:`build` returns a :class:`~tracepack.Document`."""
+
+    def __init__(self, *, producer: str = "tracepack", producer_version: str | None = None) -> None:
+        self._producer = m.Producer(producer, _version_info() if producer_version is None else producer_version)
+        self._metadata: list[m.KeyValue] = []
+        self._strings: list[str] = [""]
+        self._string_ids: dict[str, int] = {"": 0}
+        # Tables, each with its reserved empty row 0.
+        self._file_name: list[int] = [0]
+        self._file_ids: dict[int, int] = {0: 0}
+        self._line_cols: tuple[list[int], list[int], list[int], list[int]] = ([0], [0], [0], [0])
+        self._line_ids: dict[tuple[int, int, int, int], int] = {(0, 0, 0, 0): 0}
+        self._frame_line: list[int] = [0]
+        self._frame_col: list[int] = [-1]
+        self._frame_end_col: list[int] = [-1]
+        self._frame_annotation: list[int] = [0]
+        self._frame_ids: dict[FrameKey, int] = {FrameKey("", 0, ""): 0}
+        self._stack_parent: list[int] = [0]
+        self._stack_frame: list[int] = [0]
+        self._stack_ids: dict[tuple[int, int], int] = {}
+        self._module_cols: tuple[list[int], ...] = ([0], [0], [0], [0], [0])
+        self._module_ids: dict[tuple[int, int, int, int, int], int] = {}
+        self._source_cols: tuple[list[int], list[int], list[int]] = ([-1], [0], [0])
+        self._source_lines: list[int] = []
+        self._source_ids: dict[tuple[str | None, int, str], int] = {}
+        self._range_cols: tuple[list[int], list[int], list[int]] = ([0], [0], [0])
+        self._range_ids: dict[tuple[int, int, int], int] = {(0, 0, 0): 0}
+        self._handles: list[tuple[int, int, int, int, int]] = []
+        self._nodes: list[m.Node] = []
+        self._node_names: set[str] = set()
+        self._inputs: list[m.Argument] = []
+        self._outputs: list[m.Argument] = []
+        self._values: list[m.Value] = []
+        self._graph_name = ""
+        self._debug_files: list[m.DebugFile] = []
+        self._extensions: list[m.Extension] = []
+        # Caches keyed by the caller's own input: one lookup per repeated trace.
+        self._trace_cache: dict[str, tuple[int, int] | None] = {}
+        self._frames_cache: dict[tuple[Any, ...], int] = {}
+        self._nn_cache: dict[str, int | None] = {}
+
+    # -- strings and tables -------------------------------------------------------------------
+
+    def string(self, s: str) -> int:
+        """Intern ``s``; return its index in the string table."""
+        i = self._string_ids.get(s)
+        if i is None:
+            if type(s) is not str:
+                raise UsageError(f"expected a str, got {type(s).__name__}", where="string table")
+            i = self._string_ids[s] = len(self._strings)
+            self._strings.append(s)
+        return i
+
+    def frame(self, f: FrameKey) -> int:
+        """Intern one frame (and its file and line entries)."""
+        i = self._frame_ids.get(f)
+        if i is not None:
+            return i
+        s = self.string
+        name_id = s(f.file)
+        file_id = self._file_ids.get(name_id)
+        if file_id is None:
+            file_id = self._file_ids[name_id] = len(self._file_name)
+            self._file_name.append(name_id)
+        line_key = (file_id, f.line, s(f.name), s(f.text))
+        line_id = self._line_ids.get(line_key)
+        if line_id is None:
+            line_id = self._line_ids[line_key] = len(self._line_cols[0])
+            for col, v in zip(self._line_cols, line_key, strict=True):
+                col.append(v)
+        i = self._frame_ids[f] = len(self._frame_line)
+        self._frame_line.append(line_id)
+        self._frame_col.append(f.col)
+        self._frame_end_col.append(f.end_col)
+        self._frame_annotation.append(s(f.annotation))
+        return i
+
+    def stack_of_frames(self, frames: Iterable[FrameKey]) -> int:
+        """Intern a stack given as frames, outermost first; return its trie row."""
+        node = 0
+        ids = self._stack_ids
+        for f in frames:
+            key = (node, self.frame(f))
+            nxt = ids.get(key)
+            if nxt is None:
+                nxt = ids[key] = len(self._stack_parent)
+                self._stack_parent.append(node)
+                self._stack_frame.append(key[1])
+            node = nxt
+        return node
+
+    def stack(self, trace: StackInput) -> tuple[int, int] | None:
+        """Intern a stack trace; return ``(trie row, style)``, or ``None`` for a legacy string
+        that no style renders back exactly (keep it as a literal then)."""
+        if isinstance(trace, str):
+            try:
+                return self._trace_cache[trace]
+            except KeyError:
+                parsed = parse_stack_trace(trace)
+                out = None if parsed is None else (self.stack_of_frames(parsed[0]), parsed[1])
+                self._trace_cache[trace] = out
+                return out
+        key: tuple[Any, ...] = tuple(trace)
+        try:
+            row = self._frames_cache.get(key)
+        except TypeError:  # FrameSummary objects are not hashable: key on their contents
+            key = tuple(map(_frame_key, key))
+            row = self._frames_cache.get(key)
+        if row is None:
+            row = self._frames_cache[key] = self.stack_of_frames(map(_frame_key, key))
+        return row, STYLE_STRIPPED
+
+    def module(self, entries: Iterable[ModuleKey | tuple[str, ...]]) -> int:
+        """Intern a module stack (outermost first); return its trie row."""
+        node = 0
+        ids = self._module_ids
+        s = self.string
+        for entry in entries:
+            e = ModuleKey(*entry)
+            key = (node, s(e.key), s(e.path), s(e.type), s(e.method))
+            nxt = ids.get(key)
+            if nxt is None:
+                nxt = ids[key] = len(self._module_cols[0])
+                for col, v in zip(self._module_cols, key, strict=True):
+                    col.append(v)
+            node = nxt
+        return node
+
+    def nn_module_stack(self, text: str) -> int | None:
+        """Intern an ``nn_module_stack`` string; ``None`` if it does not parse back exactly."""
+        try:
+            return self._nn_cache[text]
+        except KeyError:
+            entries = parse_nn_module_stack(text)
+            row = None if entries is None else self.module(entries)
+            self._nn_cache[text] = row
+            return row
+
+    def source(self, text: str, file: str | None, start_line: int) -> int:
+        """Intern a TorchScript source text; its lines are interned one by one."""
+        key = (file, start_line, text)
+        i = self._source_ids.get(key)
+        if i is None:
+            lines = text.splitlines(keepends=True)
+            i = self._source_ids[key] = len(self._source_cols[0])
+            self._source_cols[0].append(-1 if file is None else self.string(file))
+            self._source_cols[1].append(start_line)
+            self._source_cols[2].append(len(lines))
+            self._source_lines.extend(map(self.string, lines))
+        return i
+
+    def source_range(self, source: int, start: int, end: int) -> int:
+        """Intern a byte range of a source text."""
+        key = (source, start, end)
+        i = self._range_ids.get(key)
+        if i is None:
+            i = self._range_ids[key] = len(self._range_cols[0])
+            for col, v in zip(self._range_cols, key, strict=True):
+                col.append(v)
+        return i
+
+    # -- graph ----------------------------------------------------------------------------------
+
+    def argument(self, value: Any) -> m.Argument:
+        """A typed argument from a Python value (``Tensor``, ``SymInt``, ``Generic`` or a plain value)."""
+        s = self.string
+        if value is None:
+            return m.ArgNone()
+        if isinstance(value, Tensor):
+            return m.ArgTensor(s(value.name))
+        if isinstance(value, SymInt):
+            return m.ArgSymInt(s(value.name))
+        if isinstance(value, Generic):
+            text = json.dumps(value.value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            return m.ArgGeneric(s(value.variant), s(text))
+        if isinstance(value, bool):
+            return m.ArgBool(value)
+        if isinstance(value, int):
+            return m.ArgInt(value)
+        if isinstance(value, float):
+            return m.ArgFloat(value)
+        if isinstance(value, str):
+            return m.ArgString(s(value))
+        if isinstance(value, (list, tuple)):
+            return self._list_argument(list(value))
+        if isinstance(value, (m.ArgNone, m.ArgTensor, m.ArgTensors, m.ArgInt, m.ArgInts, m.ArgFloat)):
+            return value
+        if isinstance(value, (m.ArgFloats, m.ArgBool, m.ArgBools, m.ArgString, m.ArgStrings, m.ArgSymInt)):
+            return value
+        if isinstance(value, m.ArgGeneric):
+            return value
+        raise UsageError(f"no argument form for {type(value).__name__}", where="argument")
+
+    def _list_argument(self, values: list[Any]) -> m.Argument:
+        kinds = {type(v) for v in values}
+        if kinds <= {Tensor} and values:
+            return m.ArgTensors([self.string(v.name) for v in values])
+        if kinds <= {bool} and values:
+            return m.ArgBools(values)
+        if kinds <= {int}:
+            return m.ArgInts(values)
+        if kinds <= {float}:
+            return m.ArgFloats(values)
+        if kinds <= {str}:
+            return m.ArgStrings([self.string(v) for v in values])
+        raise UsageError(f"no list argument form for items of types {sorted(k.__name__ for k in kinds)}")
+
+    def add_node(
+        self,
+        name: str,
+        target: str,
+        *,
+        inputs: Sequence[tuple[str, Any]] | Sequence[tuple[str, Any, int]] = (),
+        outputs: Sequence[Any] = (),
+        stack_trace: StackInput | None = None,
+        module_stack: str | Sequence[ModuleKey | tuple[str, ...]] | None = None,
+        meta: Mapping[str, str] | None = None,
+    ) -> int:
+        """Append a node; return its index.
+
+        ``meta`` is the node's metadata in the producer's order. Its ``stack_trace`` and
+        ``nn_module_stack`` values are lifted into the node's stack and module references
+        when they render back exactly, and kept verbatim otherwise. ``stack_trace`` and
+        ``module_stack`` set the references directly (frames or strings).
+        """
+        if name in self._node_names:
+            raise UsageError(f"node {name!r} is already in the graph", where="add_node")
+        self._node_names.add(name)
+        s = self.string
+        stack, style, module = 0, STYLE_STRIPPED, 0
+        if stack_trace is not None:
+            got = self.stack(stack_trace)
+            if got is None:
+                raise UsageError("stack_trace string does not parse; pass it in meta to keep it verbatim")
+            stack, style = got
+        if module_stack is not None:
+            row = self.nn_module_stack(module_stack) if isinstance(module_stack, str) else self.module(module_stack)
+            if row is None:
+                raise UsageError("module_stack string does not parse; pass it in meta to keep it verbatim")
+            module = row
+        keys: list[int] = []
+        values: list[int] = []
+        if meta:
+            for k, v in meta.items():
+                keys.append(s(k))
+                if k == STACK_KEY and stack_trace is None:
+                    got = self.stack(v)
+                    if got is not None:
+                        stack, style = got
+                        values.append(-1)
+                        continue
+                elif k == MODULE_KEY and module_stack is None:
+                    row = self.nn_module_stack(v)
+                    if row is not None:
+                        module = row
+                        values.append(-2)
+                        continue
+                values.append(s(v))
+        named = [
+            m.NamedArgument(s(a[0]), self.argument(a[1]), m.ArgumentKind(a[2]) if len(a) > 2 else m.ArgumentKind(0))
+            for a in inputs
+        ]
+        node = m.Node(
+            name=s(name),
+            target=s(target),
+            inputs=named,
+            outputs=[self.argument(o) for o in outputs],
+            stack=stack,
+            stack_style=m.StackStyle(style),
+            module=module,
+            meta_keys=keys,
+            meta_values=values,
+        )
+        self._nodes.append(node)
+        return len(self._nodes) - 1
+
+    def add_raw_node(self, node: m.Node) -> int:
+        """Append a node built by the caller from this builder's indices (fast path for importers)."""
+        self._nodes.append(node)
+        return len(self._nodes) - 1
+
+    def add_value(
+        self,
+        name: str,
+        *,
+        dtype: str = "",
+        shape: Sequence[int | str] = (),
+        strides: Sequence[int | str] = (),
+        device: str = "",
+        requires_grad: bool = False,
+        json_form: Any = None,
+    ) -> int:
+        """Append a tensor value. A ``str`` size or stride is a symbolic expression."""
+        s = self.string
+        sym_shape = [s(d) if isinstance(d, str) else 0 for d in shape]
+        sym_strides = [s(d) if isinstance(d, str) else 0 for d in strides]
+        value = m.Value(
+            name=s(name),
+            dtype=s(dtype),
+            shape=[-1 if isinstance(d, str) else d for d in shape],
+            sym_shape=sym_shape if any(sym_shape) else [],
+            strides=[-1 if isinstance(d, str) else d for d in strides],
+            sym_strides=sym_strides if any(sym_strides) else [],
+            device=s(device),
+            requires_grad=requires_grad,
+            json=0 if json_form is None else s(json.dumps(json_form, separators=(",", ":"), ensure_ascii=False)),
+        )
+        self._values.append(value)
+        return len(self._values) - 1
+
+    def set_graph(self, *, name: str = "", inputs: Sequence[Any] = (), outputs: Sequence[Any] = ()) -> None:
+        """Set the graph's name, inputs and outputs."""
+        self._graph_name = name
+        self._inputs = [self.argument(a) for a in inputs]
+        self._outputs = [self.argument(a) for a in outputs]
+
+    def add_debug_handle(
+        self,
+        handle: int,
+        *,
+        stack: int = 0,
+        module: int = 0,
+        op: str = "",
+        source_range: int = 0,
+    ) -> None:
+        """Record a debug handle (any order; the table is sorted on build)."""
+        self._handles.append((handle, stack, module, self.string(op), source_range))
+
+    def add_debug_file(self, path: str, rows: Iterable[tuple[int, int, int]], *, legacy: bool = False) -> None:
+        """Record a TorchScript debug_pkl: ``(byte_offset, source range, tag)`` rows in order."""
+        offsets, ranges, tags = [], [], []
+        for off, rng, tag in rows:
+            offsets.append(off)
+            ranges.append(rng)
+            tags.append(tag)
+        fmt = m.DebugFormat.LEGACY if legacy else m.DebugFormat.STRING_TABLE
+        self._debug_files.append(m.DebugFile(path, offsets, ranges, tags, fmt))
+
+    def add_metadata(self, key: str, value: str) -> None:
+        """Free-form producer metadata for the header."""
+        self._metadata.append(m.KeyValue(key, value))
+
+    def add_extension(self, name: str, value: Any, *, raw_json: str | None = None) -> None:
+        """Keep untyped data losslessly as JSON (``raw_json`` as is, or ``value`` encoded)."""
+        text = raw_json if raw_json is not None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        self._extensions.append(m.Extension(name, text))
+
+    # -- result -------------------------------------------------------------------------------
+
+    def build_raw(self) -> m.Document:
+        """The typed document, as stored."""
+        handles = sorted(self._handles)
+        for a, b in pairwise(handles):
+            if a[0] == b[0]:
+                raise UsageError(f"debug handle {a[0]} is recorded twice", where="add_debug_handle")
+        cols: list[list[int]] = [list(c) for c in zip(*handles, strict=True)] if handles else [[], [], [], [], []]
+        any_col = any(c != -1 for c in self._frame_col) or any(c != -1 for c in self._frame_end_col)
+        any_ann = any(self._frame_annotation)
+        any_method = any(self._module_cols[4])
+        lc, mc, sc, rc = self._line_cols, self._module_cols, self._source_cols, self._range_cols
+        return m.Document(
+            header=m.Header("tracepack", m.Version(*m.CURRENT_VERSION), self._producer, list(self._metadata)),
+            strings=list(self._strings),
+            files=m.FileTable(list(self._file_name)),
+            lines=m.LineTable(file=list(lc[0]), line=list(lc[1]), name=list(lc[2]), text=list(lc[3])),
+            frames=m.FrameTable(
+                list(self._frame_line),
+                list(self._frame_col) if any_col else [],
+                list(self._frame_end_col) if any_col else [],
+                list(self._frame_annotation) if any_ann else [],
+            ),
+            stacks=m.StackTable(list(self._stack_parent), list(self._stack_frame)),
+            modules=m.ModuleTable(
+                parent=list(mc[0]),
+                key=list(mc[1]),
+                path=list(mc[2]),
+                type=list(mc[3]),
+                method=list(mc[4]) if any_method else [],
+            ),
+            sources=m.SourceTable(
+                file=list(sc[0]), start_line=list(sc[1]), line_count=list(sc[2]), lines=list(self._source_lines)
+            ),
+            ranges=m.RangeTable(source=list(rc[0]), start=list(rc[1]), end=list(rc[2])),
+            debug_handles=m.DebugHandleTable(handle=cols[0], stack=cols[1], module=cols[2], op=cols[3], range=cols[4]),
+            graph=m.Graph(
+                self._graph_name, list(self._inputs), list(self._outputs), list(self._nodes), list(self._values)
+            ),
+            debug_files=list(self._debug_files),
+            extensions=list(self._extensions),
+        )
+
+    def build(self) -> Document:
+        """The finished :class:`~tracepack.Document`."""
+        from tracepack.document import Document
+
+        return Document(self.build_raw())
+
+
+def _frame_key(f: Any) -> FrameKey:
+    if isinstance(f, FrameKey):
+        return f
+    if isinstance(f, traceback.FrameSummary):
+        col = getattr(f, "colno", None)
+        end_col = getattr(f, "end_colno", None)
+        return FrameKey(
+            f.filename,
+            f.lineno or 0,
+            f.name,
+            (f.line or "").strip(),
+            -1 if col is None else col,
+            -1 if end_col is None else end_col,
+        )
+    if isinstance(f, tuple) and 3 <= len(f) <= 7:
+        file, line, name, *rest = f
+        return FrameKey(str(file), int(line or 0), str(name), *rest)
+    raise UsageError(f"a frame must be a FrameSummary or a (file, line, name, code) tuple, got {f!r:.80}")

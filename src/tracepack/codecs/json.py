@@ -1,0 +1,35 @@
+"""The JSON codec: keyed, readable and diffable (enums by name, defaults omitted)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import msgspec
+
+from tracepack.codecs._errors import decode_error
+from tracepack.versions import generated
+
+__all__ = ["decode", "encode"]
+
+_encoder = msgspec.json.Encoder()
+
+
+@cache
+def _decoder(version: tuple[int, int]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(generated(version).json_model.Document)
+
+
+def encode(raw: Any, version: tuple[int, int]) -> bytes:
+    """Encode a document of the generated model of ``version`` as JSON (one line, UTF-8)."""
+    return _encoder.encode(generated(version).convert.to_json(raw))
+
+
+def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:
+    """Decode JSON into the generated model of ``version``."""
+    gen = generated(version)
+    try:
+        keyed = _decoder(version).decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise decode_error(exc, source=source, root=gen.json_model.Document, codec="JSON") from None
+    return gen.convert.from_json(keyed)

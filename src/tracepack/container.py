@@ -1,0 +1,311 @@
+"""The ``.tpk`` container: a fixed 48-byte header, then the payload.
+
+=======  ====  ==========================================================
+offset   size  field (little-endian)
+=======  ====  ==========================================================
+0        8     magic ``\\x89TPK\\r\\n\\x1a\\n`` (catches text-mode mangling)
+8        2     container version (1)
+10       2     header size (48; a reader skips extra header bytes)
+12       2     schema major
+14       2     schema minor
+16       1     codec (0 json, 1 msgpack, 2 flatbuffers)
+17       1     compression (0 none, 1 zstd)
+18       2     flags (0; reserved)
+20       4     zstd dictionary id (0: none)
+24       8     payload length (bytes stored after the header)
+32       8     raw length (payload length after decompression)
+40       4     CRC-32 of the stored payload
+44       4     CRC-32 of header bytes 0..43
+=======  ====  ==========================================================
+
+The payload starts at byte 48, 8-byte aligned for zero-copy readers. Reading
+checks, in order: size, magic, header checksum, versions, codec, compression,
+payload length, payload checksum, the decompressed-size limit, and only then
+decompresses, never past the declared raw length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import zstandard
+
+from tracepack.codecs import CODEC_IDS
+from tracepack.errors import ContainerError, UsageError, VersionError
+
+__all__ = [
+    "COMPRESSIONS",
+    "CONTAINER_VERSION",
+    "DEFAULT_MAX_SIZE",
+    "HEADER_SIZE",
+    "MAGIC",
+    "ContainerHeader",
+    "atomic_write",
+    "pack",
+    "read_header",
+    "unpack",
+]
+
+MAGIC: Final = b"\x89TPK\r\n\x1a\n"
+CONTAINER_VERSION: Final = 1
+_HEADER = struct.Struct("<8sHHHHBBHIQQII")
+HEADER_SIZE: Final = _HEADER.size
+#: Compression name <-> header id.
+COMPRESSIONS: Final[dict[str, int]] = {"none": 0, "zstd": 1}
+_COMPRESSION_NAMES: Final = {v: k for k, v in COMPRESSIONS.items()}
+#: The largest payload (after decompression) read unless the caller allows more: 4 GiB.
+DEFAULT_MAX_SIZE: Final = 4 << 30
+
+assert HEADER_SIZE == 48
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK: Final = _read_umask()
+
+
+@dataclass(frozen=True)
+class ContainerHeader:
+    """A decoded container header."""
+
+    schema_version: tuple[int, int]
+    codec: str
+    compression: str
+    dict_id: int
+    payload_length: int
+    raw_length: int
+    payload_crc32: int
+    header_size: int = HEADER_SIZE
+    container_version: int = CONTAINER_VERSION
+
+
+def _describe(data: bytes) -> str:
+    if data[:2] == b"PK":
+        return "a zip archive (a torch .pt2 or .pt? use `tracepack convert`)"
+    if data.lstrip()[:1] in (b"{", b"["):
+        return "JSON text (a torch model.json? use `tracepack convert`)"
+    return repr(bytes(data[:8]))
+
+
+def read_header(data: bytes | bytearray | memoryview, *, source: str | None = None) -> ContainerHeader:
+    """Decode and check the header at the start of ``data``."""
+    if len(data) < HEADER_SIZE:
+        if bytes(data[: len(MAGIC)]) != MAGIC[: len(data)] or not data:
+            raise ContainerError(
+                f"not a tracepack container: {_describe(bytes(data[:64]))}" if data else "file is empty",
+                source=source,
+                where="byte 0",
+                expected="the tracepack magic \\x89TPK\\r\\n\\x1a\\n",
+            )
+        raise ContainerError(
+            f"truncated header: {len(data)} bytes",
+            source=source,
+            where="byte 0",
+            expected=f"{HEADER_SIZE} header bytes",
+        )
+    fields = _HEADER.unpack_from(data, 0)
+    magic, cver, hsize, major, minor, codec, comp, flags, dict_id, plen, rlen, pcrc, hcrc = fields
+    if magic != MAGIC:
+        raise ContainerError(
+            f"not a tracepack container: {_describe(bytes(data[:64]))}",
+            source=source,
+            where="byte 0",
+            expected="the tracepack magic \\x89TPK\\r\\n\\x1a\\n",
+        )
+    if zlib.crc32(bytes(data[:44])) != hcrc:
+        raise ContainerError("header checksum mismatch: the header is corrupted", source=source, where="bytes 0..47")
+    if cver != CONTAINER_VERSION:
+        raise VersionError(
+            f"container version {cver} is not readable by this build",
+            source=source,
+            where="header byte 8",
+            expected=f"container version {CONTAINER_VERSION}",
+        )
+    if hsize < HEADER_SIZE:
+        raise ContainerError(
+            f"header size {hsize}", source=source, where="header byte 10", expected=f">= {HEADER_SIZE}"
+        )
+    if codec not in CODEC_IDS:
+        raise ContainerError(
+            f"unknown codec id {codec}",
+            source=source,
+            where="header byte 16",
+            expected=", ".join(f"{i} ({n})" for i, n in CODEC_IDS.items()),
+        )
+    if comp not in _COMPRESSION_NAMES:
+        raise ContainerError(
+            f"unknown compression id {comp}", source=source, where="header byte 17", expected="0 (none) or 1 (zstd)"
+        )
+    if flags != 0:
+        raise ContainerError(f"unknown flags {flags:#x}", source=source, where="header byte 18", expected="0")
+    if comp == 0 and rlen != plen:
+        raise ContainerError(
+            f"raw length {rlen} differs from payload length {plen} without compression",
+            source=source,
+            where="header byte 32",
+        )
+    return ContainerHeader(
+        (major, minor), CODEC_IDS[codec], _COMPRESSION_NAMES[comp], dict_id, plen, rlen, pcrc, hsize, cver
+    )
+
+
+def unpack(
+    data: bytes | bytearray | memoryview,
+    *,
+    source: str | None = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+) -> tuple[ContainerHeader, bytes | memoryview]:
+    """Check a whole container and return its header and decompressed payload."""
+    header = read_header(data, source=source)
+    start = header.header_size
+    available = len(data) - start
+    if available < header.payload_length:
+        raise ContainerError(
+            f"truncated payload: {max(available, 0)} of {header.payload_length} bytes",
+            source=source,
+            where=f"byte {start}",
+            expected=f"{header.payload_length} payload bytes",
+        )
+    if available > header.payload_length:
+        raise ContainerError(
+            f"{available - header.payload_length} unexpected bytes after the payload",
+            source=source,
+            where=f"byte {start + header.payload_length}",
+            expected="the end of the file",
+        )
+    payload = memoryview(data)[start : start + header.payload_length]
+    if zlib.crc32(payload) != header.payload_crc32:
+        raise ContainerError(
+            "payload checksum mismatch: the file is corrupted", source=source, where=f"bytes {start}.."
+        )
+    if header.raw_length > max_size:
+        raise ContainerError(
+            f"declared size {header.raw_length} bytes exceeds the limit of {max_size} bytes (a decompression bomb?)",
+            source=source,
+            where="header byte 32",
+            expected="a smaller document, or a larger max_size",
+        )
+    if header.compression == "none":
+        return header, payload
+    return header, _decompress(payload, header, source=source, zstd_dict=zstd_dict)
+
+
+def _decompress(
+    payload: memoryview, header: ContainerHeader, *, source: str | None, zstd_dict: zstandard.ZstdCompressionDict | None
+) -> bytes:
+    if header.dict_id:
+        if zstd_dict is None:
+            raise ContainerError(
+                f"compressed with zstd dictionary {header.dict_id}",
+                source=source,
+                where="header byte 20",
+                expected="that dictionary (--zstd-dict / zstd_dict=)",
+            )
+        if zstd_dict.dict_id() != header.dict_id:
+            raise ContainerError(
+                f"compressed with zstd dictionary {header.dict_id}, given {zstd_dict.dict_id()}",
+                source=source,
+                where="header byte 20",
+            )
+    dctx = zstandard.ZstdDecompressor(dict_data=zstd_dict) if header.dict_id else zstandard.ZstdDecompressor()
+    try:
+        # Stream with a hard output cap, so a lying frame header cannot make us allocate more.
+        reader = dctx.stream_reader(payload)
+        out = reader.read(header.raw_length + 1)
+        # read() may return less than asked before the end: keep reading to the cap.
+        chunks = [out]
+        total = len(out)
+        while total <= header.raw_length:
+            more = reader.read(header.raw_length + 1 - total)
+            if not more:
+                break
+            chunks.append(more)
+            total += len(more)
+    except zstandard.ZstdError as exc:
+        raise ContainerError(f"zstd: {exc}", source=source, where=f"byte {header.header_size}") from None
+    data = b"".join(chunks)
+    if len(data) != header.raw_length:
+        raise ContainerError(
+            f"payload decompresses to {'more than ' if len(data) > header.raw_length else ''}{len(data)} bytes",
+            source=source,
+            where="header byte 32",
+            expected=f"the declared {header.raw_length} bytes",
+        )
+    return data
+
+
+def pack(
+    payload: bytes,
+    *,
+    schema_version: tuple[int, int],
+    codec: str,
+    compression: str = "none",
+    level: int = 3,
+    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+) -> bytes:
+    """Wrap ``payload`` (already encoded with ``codec``) in a container."""
+    codec_id = {n: i for i, n in CODEC_IDS.items()}.get(codec)
+    if codec_id is None:
+        raise UsageError(f"unknown codec {codec!r}", where="codec", expected=" or ".join(CODEC_IDS.values()))
+    comp = COMPRESSIONS.get(compression)
+    if comp is None:
+        raise UsageError(f"unknown compression {compression!r}", where="compression", expected="none or zstd")
+    dict_id = 0
+    stored = payload
+    if comp == 1:
+        if not -7 <= level <= 22:
+            raise UsageError(f"zstd level {level} is out of range", where="level", expected="-7..22")
+        if zstd_dict is not None:
+            dict_id = zstd_dict.dict_id()
+            cctx = zstandard.ZstdCompressor(level=level, dict_data=zstd_dict)
+        else:
+            cctx = zstandard.ZstdCompressor(level=level)
+        stored = cctx.compress(payload)
+    elif zstd_dict is not None:
+        raise UsageError("a zstd dictionary needs compression='zstd'", where="zstd_dict")
+    head = _HEADER.pack(
+        MAGIC,
+        CONTAINER_VERSION,
+        HEADER_SIZE,
+        schema_version[0],
+        schema_version[1],
+        codec_id,
+        comp,
+        0,
+        dict_id,
+        len(stored),
+        len(payload),
+        zlib.crc32(stored),
+        0,
+    )
+    head = head[:44] + struct.pack("<I", zlib.crc32(head[:44]))
+    return head + stored
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never a half file."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; give the usual permissions
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
