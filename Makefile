@@ -53,7 +53,7 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff format .
 
 bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
-	$(BIN)/python -m tracepack.bench
+	$(BIN)/python -m benchmarks.run
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

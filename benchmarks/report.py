@@ -1,0 +1,113 @@
+"""Collects benchmark figures and prints them as one table.
+
+A figure is ``value`` of tracepack against ``baseline`` measured in the same
+run, as a ratio, with the target it must meet. ``make bench`` exits non-zero
+when a target is missed, so a regression cannot pass unnoticed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Figure", "Report", "best_time", "peak_memory"]
+
+
+@dataclass
+class Figure:
+    section: str
+    name: str
+    value: float
+    baseline: float
+    unit: str
+    #: "ratio >= target" when higher is better ("x faster"), "ratio <= target" when lower is better ("x of size").
+    target: float | None = None
+    higher_is_better: bool = True
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        if self.higher_is_better:
+            return self.baseline / self.value if self.value else float("inf")
+        return self.value / self.baseline if self.baseline else float("inf")
+
+    @property
+    def ok(self) -> bool:
+        if self.target is None:
+            return True
+        return self.ratio >= self.target if self.higher_is_better else self.ratio <= self.target
+
+
+@dataclass
+class Report:
+    figures: list[Figure] = field(default_factory=list)
+
+    def add(self, figure: Figure) -> None:
+        self.figures.append(figure)
+        print(self.format_row(figure), flush=True)
+
+    @staticmethod
+    def format_row(f: Figure) -> str:
+        goal = ""
+        if f.target is not None:
+            goal = f"{'>=' if f.higher_is_better else '<='} {f.target:g}x  {'ok' if f.ok else 'MISSED'}"
+        word = "faster" if f.higher_is_better else "of baseline"
+        return (
+            f"{f.section:<12} {f.name:<52} {_fmt(f.value, f.unit):>12} vs {_fmt(f.baseline, f.unit):>12}"
+            f"  {f.ratio:8.2f}x {word:<11} {goal}  {f.note}"
+        )
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [{**asdict(f), "ratio": f.ratio, "ok": f.ok} for f in self.figures]
+        path.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+
+    @property
+    def missed(self) -> list[Figure]:
+        return [f for f in self.figures if not f.ok]
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.3f} s"
+    if unit == "B":
+        for u in ("B", "KB", "MB", "GB"):
+            if value < 1024 or u == "GB":
+                return f"{value:.0f} {u}" if u == "B" else f"{value:.1f} {u}"
+            value /= 1024
+    return f"{value:.3g} {unit}"
+
+
+def best_time(fn: Callable[[], Any], *, repeat: int = 5, min_time: float = 0.2) -> float:
+    """Best wall time of ``fn`` over ``repeat`` rounds (each round loops until ``min_time``)."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        n = 0
+        start = time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+        best = min(best, elapsed / n)
+    return best
+
+
+def peak_memory(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak traced allocation (bytes) while ``fn`` runs and its result is alive."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, result
