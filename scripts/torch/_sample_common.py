@@ -75,7 +75,7 @@ def machine_prefixes(site_packages: str | os.PathLike[str] | None = None) -> dic
     mapping: dict[str, str] = {}
     for olds, new in table:
         for old in olds:
-            if old != "/" and old != new:
+            if old not in {"/", new}:
                 mapping.setdefault(old, new)
     return mapping
 

@@ -246,10 +246,7 @@ def main() -> None:
             summarize("strict model.json", clean)
             args.strict_out.parent.mkdir(parents=True, exist_ok=True)
             args.strict_out.write_bytes(clean)
-            print(
-                f"wrote {args.strict_out.relative_to(REPO_ROOT)} "
-                f"({args.strict_out.stat().st_size} bytes)"
-            )
+            print(f"wrote {args.strict_out.relative_to(REPO_ROOT)} ({args.strict_out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

@@ -161,9 +161,7 @@ def parse_debug_pkl(
     return debug_pkl_from_value(value, source=source, max_text_chars=budget)
 
 
-def debug_pkl_from_value(
-    value: PickleValue, *, source: str = "<bytes>", max_text_chars: int = 1 << 30
-) -> DebugPkl:
+def debug_pkl_from_value(value: PickleValue, *, source: str = "<bytes>", max_text_chars: int = 1 << 30) -> DebugPkl:
     """Interpret an already-unpickled ``debug_pkl`` value (see :func:`parse_debug_pkl`)."""
     if type(value) is tuple and len(value) == 3 and value[0] == FORMAT_WITH_STRING_TABLE:
         return _parse_string_table(value, source, max_text_chars)
@@ -182,9 +180,7 @@ def _row_error(source: str, index: int, problem: str, shape: str) -> LegacyForma
     return LegacyFormatError(problem, source=source, where=f"row {index}", expected=shape)
 
 
-def _split_row(
-    row: PickleValue, index: int, source: str, shape: str
-) -> tuple[int, PickleValue, int, int, int]:
+def _split_row(row: PickleValue, index: int, source: str, shape: str) -> tuple[int, PickleValue, int, int, int]:
     """Check ``(byte_offset, (src, start, end), tag)`` and return its parts."""
     if type(row) is not tuple or len(row) != 3:
         raise _row_error(source, index, f"row is a {_describe(row)}", shape)
@@ -224,9 +220,7 @@ def _parse_legacy_rows(
     return tuple(out), tuple(sources)
 
 
-def _parse_string_table(
-    value: tuple[PickleValue, ...], source: str, max_text_chars: int
-) -> DebugPkl:
+def _parse_string_table(value: tuple[PickleValue, ...], source: str, max_text_chars: int) -> DebugPkl:
     _, texts, rows = value
     if type(texts) is not tuple or not all(type(t) is str for t in texts):
         raise LegacyFormatError(
@@ -243,9 +237,7 @@ def _parse_string_table(
             expected='""',
         )
     if type(rows) is not tuple:
-        raise LegacyFormatError(
-            f"rows are a {_describe(rows)}", source=source, where="$[2]", expected="a tuple"
-        )
+        raise LegacyFormatError(f"rows are a {_describe(rows)}", source=source, where="$[2]", expected="a tuple")
     table: tuple[str, ...] = texts  # type: ignore[assignment]
     count = len(table)
     # One decoded text per source tuple object: rows that shared a source in
@@ -261,15 +253,11 @@ def _parse_string_table(
             raise _row_error(source, index, f"source is a {_describe(src)}", _TABLE_ROW_SHAPE)
         lines, file_index, line = src
         if type(file_index) is not int or type(line) is not int:
-            raise _row_error(
-                source, index, "filename_index and starting_line must be ints", _TABLE_ROW_SHAPE
-            )
+            raise _row_error(source, index, "filename_index and starting_line must be ints", _TABLE_ROW_SHAPE)
         cached = decoded.get(id(src))
         if cached is None:
             if type(lines) is not list and type(lines) is not tuple:
-                raise _row_error(
-                    source, index, f"line_indices is a {_describe(lines)}", _TABLE_ROW_SHAPE
-                )
+                raise _row_error(source, index, f"line_indices is a {_describe(lines)}", _TABLE_ROW_SHAPE)
             size = 0
             picked: list[str] = []
             for i in lines:
@@ -339,9 +327,7 @@ def write_debug_pkl(
             if type(getattr(row, name)) is not int:
                 raise EncodeError(f"{name} is not an int", where=f"row {index}")
         if type(row.text) is not str or not (row.filename is None or type(row.filename) is str):
-            raise EncodeError(
-                "text/filename must be str (filename may be None)", where=f"row {index}"
-            )
+            raise EncodeError("text/filename must be str (filename may be None)", where=f"row {index}")
     string_table = form is DebugPklForm.STRING_TABLE
     if not string_table and form is not DebugPklForm.LEGACY:
         raise EncodeError(f"unknown debug_pkl form {form!r}")
@@ -370,9 +356,7 @@ def write_debug_pkl(
             entry = made[key] = (content, src)
             memoize.append(id(src))
         elif entry[0] != content:
-            raise EncodeError(
-                f"rows with source number {key} have different sources", where=f"row {index}"
-            )
+            raise EncodeError(f"rows with source number {key} have different sources", where=f"row {index}")
         body.append((row.byte_offset, (entry[1], row.start, row.end), row.tag))
     rows_tuple: tuple[Writable, ...] = tuple(body)
     memoize.append(id(rows_tuple))
@@ -460,9 +444,7 @@ def parse_callstack_debug_map(
             raise _row_error(source, index, f"row is a {_describe(row)}", _CS_ROW_SHAPE)
         handle, tag, node_name, stack = row
         if not (_int(handle) and _int(tag) and type(node_name) is str):
-            raise _row_error(
-                source, index, "debug_handle/tag must be ints, node_name a str", _CS_ROW_SHAPE
-            )
+            raise _row_error(source, index, "debug_handle/tag must be ints, node_name a str", _CS_ROW_SHAPE)
         parsed = None if stack is None else _callstack(stack, index, source, cache, keep)
         rows.append(CallstackDebugRow(handle, tag, node_name, parsed))  # type: ignore[arg-type]
     return CallstackDebugMap(tuple(rows))
@@ -493,20 +475,11 @@ def _callstack(
         info, tag, _, fn = frame
         module: ModuleInstanceInfo | None = None
         if info is not None:
-            if (
-                type(info) is not tuple
-                or len(info) != 2
-                or type(info[0]) is not str
-                or type(info[1]) is not str
-            ):
-                raise _row_error(
-                    source, index, "module info is not (type_name, instance_name)", _CS_SHAPE
-                )
+            if type(info) is not tuple or len(info) != 2 or type(info[0]) is not str or type(info[1]) is not str:
+                raise _row_error(source, index, "module info is not (type_name, instance_name)", _CS_SHAPE)
             module = ModuleInstanceInfo(info[0], info[1])
         if not _int(tag) or type(fn) is not str:
-            raise _row_error(
-                source, index, "call stack tag must be an int, function_name a str", _CS_SHAPE
-            )
+            raise _row_error(source, index, "call stack tag must be an int, function_name a str", _CS_SHAPE)
         tail = InlinedCallStack(module, tag, tail, fn)  # type: ignore[arg-type]
         cache[id(frame)] = tail
         keep.append(frame)
@@ -574,13 +547,9 @@ def parse_mobile_debug_handles(
                 and type(field[1][0]) in (list, tuple)
             )
         if not ok:
-            raise LegacyFormatError(
-                f"entry is a {_describe(entry)}", source=source, where=where, expected=_MDH_SHAPE
-            )
+            raise LegacyFormatError(f"entry is a {_describe(entry)}", source=source, where=where, expected=_MDH_SHAPE)
         handles = field[1][0]  # type: ignore[index]
         if not all(type(h) is int for h in handles):  # type: ignore[union-attr]
-            raise LegacyFormatError(
-                "debug handles must be ints", source=source, where=where, expected="List[int]"
-            )
+            raise LegacyFormatError("debug handles must be ints", source=source, where=where, expected="List[int]")
         functions.append(FunctionDebugHandles(entry[0], tuple(handles)))  # type: ignore[arg-type, index]
     return MobileDebugHandles(value[0], tuple(functions))  # type: ignore[arg-type]

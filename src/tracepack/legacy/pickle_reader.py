@@ -268,9 +268,7 @@ class _Reader:
         return f"at byte {self.op_pos} ({opcode_name(self.op)})"
 
     def fail(self, problem: str, expected: str | None = None) -> LegacyFormatError:
-        return LegacyFormatError(
-            problem, source=self.source, where=self._where(), expected=expected
-        )
+        return LegacyFormatError(problem, source=self.source, where=self._where(), expected=expected)
 
     # -- raw input ------------------------------------------------------------
 
@@ -279,8 +277,7 @@ class _Reader:
         stop = start + n
         if stop > self.end:
             raise self.fail(
-                f"pickle truncated: {what} needs {n} bytes at byte {start}, "
-                f"only {self.end - start} left",
+                f"pickle truncated: {what} needs {n} bytes at byte {start}, only {self.end - start} left",
                 expected="a complete pickle",
             )
         self.pos = stop
@@ -289,9 +286,7 @@ class _Reader:
     def size(self, width: int, what: str) -> int:
         start = self.pos
         if start + width > self.end:
-            raise self.fail(
-                f"pickle truncated inside the {what} length", expected="a complete pickle"
-            )
+            raise self.fail(f"pickle truncated inside the {what} length", expected="a complete pickle")
         self.pos = start + width
         if width == 1:
             return self.data[start]
@@ -354,15 +349,11 @@ class _Reader:
         for item in items:
             kind = type(item)
             if kind is tuple:
-                d = self.depth.get(id(item), 1)
-                if d > deepest:
-                    deepest = d
+                deepest = max(deepest, self.depth.get(id(item), 1))
             elif kind is list or kind is dict:
                 ident = id(item)
                 self.frozen.add(ident)
-                d = self.depth.get(ident, 1)
-                if d > deepest:
-                    deepest = d
+                deepest = max(deepest, self.depth.get(ident, 1))
             elif kind is _GlobalRef:
                 raise self.fail("a GLOBAL reference used as data", expected="REDUCE to apply it")
         return deepest
@@ -378,14 +369,11 @@ class _Reader:
         self.depth[id(value)] = d
         self.keep.append(value)
 
-    def grow(
-        self, container: list[PickleValue] | dict[PickleValue, PickleValue], child_depth: int
-    ) -> None:
+    def grow(self, container: list[PickleValue] | dict[PickleValue, PickleValue], child_depth: int) -> None:
         ident = id(container)
         if ident in self.frozen:
             raise self.fail(
-                "a list or dict is changed after it was shared or nested "
-                "(recursive structures are not supported)"
+                "a list or dict is changed after it was shared or nested (recursive structures are not supported)"
             )
         d = child_depth + 1
         if d > self.limits.max_depth:
@@ -423,9 +411,7 @@ class _Reader:
         try:
             value = self.memo[index]
         except KeyError:
-            raise self.fail(
-                f"memo index {index} was never set", expected="a GET after its PUT"
-            ) from None
+            raise self.fail(f"memo index {index} was never set", expected="a GET after its PUT") from None
         kind = type(value)
         if kind is list or kind is dict:
             self.frozen.add(id(value))
@@ -466,8 +452,7 @@ class _Reader:
             if len(shown) > 120:
                 shown = shown[:117] + "..."
             raise UnsafePickleError(
-                f"opcode {opcode_name(self.op)} imports {shown!r}, which is not allowed "
-                "in a data-only pickle",
+                f"opcode {opcode_name(self.op)} imports {shown!r}, which is not allowed in a data-only pickle",
                 source=self.source,
                 where=f"at byte {self.op_pos}",
                 expected="plain data (ints, strings, tuples, lists, dicts, None)",
@@ -516,13 +501,9 @@ class _Reader:
         if self.marks:
             raise self.fail("STOP with an unclosed MARK")
         if len(self.stack) != 1:
-            raise self.fail(
-                f"STOP with {len(self.stack)} values on the stack", expected="exactly one"
-            )
+            raise self.fail(f"STOP with {len(self.stack)} values on the stack", expected="exactly one")
         if self.pos != self.end:
-            raise self.fail(
-                f"{self.end - self.pos} trailing bytes after STOP", expected="end of data"
-            )
+            raise self.fail(f"{self.end - self.pos} trailing bytes after STOP", expected="end of data")
         result = self.stack[0]
         if type(result) is _GlobalRef:
             raise self.fail("the pickle's value is a GLOBAL reference", expected="data")

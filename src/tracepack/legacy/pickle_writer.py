@@ -123,9 +123,7 @@ class _Writer:
         try:
             raw = text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise EncodeError(
-                f"string is not valid Unicode: {exc.reason}", where="pickle writer"
-            ) from None
+            raise EncodeError(f"string is not valid Unicode: {exc.reason}", where="pickle writer") from None
         self.out += b"X" + _PACK_U4(len(raw)) + raw
         self.strings[text] = self.put()
 
@@ -177,6 +175,4 @@ class _Writer:
             elif kind is IntList:
                 self.write_intlist(item.values)  # type: ignore[union-attr]
             else:
-                raise EncodeError(
-                    f"cannot pickle a {kind.__name__} for TorchScript", where="pickle writer"
-                )
+                raise EncodeError(f"cannot pickle a {kind.__name__} for TorchScript", where="pickle writer")
