@@ -367,9 +367,14 @@ class DocumentBuilder:
         strides: Sequence[int | str] = (),
         device: str = "",
         requires_grad: bool = False,
+        storage_offset: int | str = 0,
+        layout: str = "",
         json_form: Any = None,
     ) -> int:
-        """Append a tensor value. A ``str`` size or stride is a symbolic expression."""
+        """Append a tensor value. A ``str`` size, stride or offset is a symbolic expression.
+
+        ``json_form`` keeps the producer's own form of the value verbatim, for values the
+        typed fields cannot hold exactly."""
         s = self.string
         sym_shape = [s(d) if isinstance(d, str) else 0 for d in shape]
         sym_strides = [s(d) if isinstance(d, str) else 0 for d in strides]
@@ -383,6 +388,9 @@ class DocumentBuilder:
             device=s(device),
             requires_grad=requires_grad,
             json=0 if json_form is None else s(json.dumps(json_form, separators=(",", ":"), ensure_ascii=False)),
+            storage_offset=-1 if isinstance(storage_offset, str) else storage_offset,
+            sym_storage_offset=s(storage_offset) if isinstance(storage_offset, str) else 0,
+            layout=s(layout),
         )
         self._values.append(value)
         return len(self._values) - 1

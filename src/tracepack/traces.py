@@ -147,8 +147,8 @@ _HIER_ENTRY = re.compile(r"([^.()]*)\(([^()]*)\)::([^.()]*)")
 
 
 def render_module_hierarchy(entries: Sequence[ModuleKey]) -> str:
-    """TorchScript's ``TOP(C)::forward.A0(A)::forward`` form."""
-    return ".".join(f"{e.key}({e.type})::{e.method}" for e in entries)
+    """TorchScript's ``TOP(C)::forward.A0(A)::forward`` form (``::method`` only where one is known)."""
+    return ".".join(f"{e.key}({e.type})::{e.method}" if e.method else f"{e.key}({e.type})" for e in entries)
 
 
 def parse_module_hierarchy(text: str) -> list[ModuleKey] | None:

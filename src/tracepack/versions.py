@@ -25,7 +25,7 @@ from tracepack.errors import VersionError
 __all__ = ["CURRENT", "VERSIONS", "generated", "reader_version"]
 
 #: The version this build writes.
-CURRENT: tuple[int, int] = VERSIONS[-1]
+CURRENT: tuple[int, int] = (VERSIONS[-1][0], VERSIONS[-1][1])
 
 
 @cache

@@ -1,0 +1,7 @@
+"""``python -m tracepack``: the same as the ``tracepack`` command."""
+
+import sys
+
+from tracepack.cli import main
+
+sys.exit(main())
