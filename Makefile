@@ -43,6 +43,7 @@ generate: $(STAMP) ## Regenerate generated/ from schema/
 
 check: $(STAMP) ## Fail if generated/ is stale, code is not ruff-clean or not mypy-clean
 	$(BIN)/python -m tracepack.codegen check
+	$(BIN)/python -m tracepack.schema_check --all schema
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -1,0 +1,178 @@
+"""The rule table: every kind of schema change the checker knows, per codec.
+
+A rule has a stable id, the version bump it needs and the codecs it breaks.
+The bump is the worst the change does to any codec, because one version
+number covers every codec:
+
+``none``
+    nothing a reader or writer can observe (documentation);
+``minor``
+    older readers read newer files of the same major (skipping what they do
+    not know, failing loudly only on a new enum value or union variant they
+    meet) and newer readers read older files (filling in defaults);
+``major``
+    some codec, or validation, misreads or rejects files across the change;
+    safe only because readers refuse majors they do not know and each
+    released version keeps its own decoder plus a migration;
+``forbidden``
+    the change gives bytes that are already written a different meaning
+    under the same name or id; no version number fixes that, because tools
+    that read one codec without the tracepack version (``flatc``, ``jq``,
+    readers in other languages) would silently misread old files.
+
+Codecs identify things differently, which is why a rule can break one codec
+and not another: the JSON codec keys fields, enum values and union variants
+by **name**; MessagePack uses a field's **position** (its ``id``), enum
+**values** and variant **ids**; FlatBuffers uses explicit field ids (a union
+field takes two, see :func:`tracepack.codegen.emit_fbs.fbs_field_ids`), fixed
+scalar **widths**, enum values and variant ids. The whole table, with worked
+examples, is ``docs/schema-rules.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = ["BUMP_ORDER", "CODECS", "RULES", "Bump", "Codec", "Rule", "worst"]
+
+Bump = Literal["none", "minor", "major", "forbidden"]
+Codec = Literal["json", "msgpack", "flatbuffers"]
+
+#: Every codec of the format, in the order findings list them.
+CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers")
+#: Bumps from least to most severe.
+BUMP_ORDER: Final[tuple[Bump, ...]] = ("none", "minor", "major", "forbidden")
+
+_ALL = CODECS
+_NONE: tuple[Codec, ...] = ()
+_JSON: tuple[Codec, ...] = ("json",)
+_POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers")
+_FB: tuple[Codec, ...] = ("flatbuffers",)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of change: its id, bump, the codecs it breaks and what it means."""
+
+    id: str
+    bump: Bump
+    breaks: tuple[Codec, ...]
+    summary: str
+
+
+def _rules(*rules: Rule) -> dict[str, Rule]:
+    return {r.id: r for r in rules}
+
+
+#: Every rule, by id. Ids are stable: tests, CI logs and docs refer to them.
+RULES: Final[dict[str, Rule]] = _rules(
+    # -- the schema itself ------------------------------------------------------------------------
+    Rule("SCHEMA_NAME_CHANGED", "major", _FB, "the schema name (the FlatBuffers namespace) changed"),
+    Rule("ROOT_CHANGED", "major", _ALL, "the root type changed: every reader decodes a different type"),
+    Rule("FILE_IDENTIFIER_CHANGED", "major", _FB, "the FlatBuffers file identifier changed: readers reject the buffer"),
+    # -- types ------------------------------------------------------------------------------------
+    Rule("STRUCT_ADDED", "minor", _NONE, "a struct was added"),
+    Rule("STRUCT_REMOVED", "major", _ALL, "a struct was removed"),
+    Rule("ENUM_ADDED", "minor", _NONE, "an enum was added"),
+    Rule("ENUM_REMOVED", "major", _ALL, "an enum was removed"),
+    Rule("UNION_ADDED", "minor", _NONE, "a union was added"),
+    Rule("UNION_REMOVED", "major", _ALL, "a union was removed"),
+    # -- fields -----------------------------------------------------------------------------------
+    Rule("FIELD_ADDED", "minor", _NONE, "a field with a default (or optional) was appended"),
+    Rule("FIELD_ADDED_WITHOUT_DEFAULT", "major", _ALL, "a required field was added: files written before lack it"),
+    Rule(
+        "COLUMN_ADDED_NOT_SPARSE",
+        "major",
+        _ALL,
+        "a list column was added to a table without `sparse = true`: older tables have rows but no values in it",
+    ),
+    Rule("FIELD_REMOVED", "major", _ALL, "a field was removed (deprecate it instead)"),
+    Rule("FIELD_RENAMED", "major", _JSON, "a field kept its id and type but changed its name: JSON keys by name"),
+    Rule("FIELD_ID_CHANGED", "major", _POSITIONAL, "a field moved to another id: positional codecs read by id"),
+    Rule(
+        "FIELD_FB_ID_CHANGED",
+        "major",
+        _FB,
+        "a field's FlatBuffers id moved (a field before it became or stopped being a union)",
+    ),
+    Rule("FIELD_ID_REUSED", "forbidden", _ALL, "an id now holds a different field (other name and type)"),
+    Rule("FIELD_DEPRECATED_REUSED", "forbidden", _ALL, "the id of a deprecated field now holds another field"),
+    Rule(
+        "FIELD_TYPE_PROMOTED",
+        "major",
+        _FB,
+        "a field's type was widened (u8->u16->u32->u64, i8->...->i64, uN->iM with M>N, f32->f64): "
+        "JSON and MessagePack read old values, FlatBuffers stores a fixed width",
+    ),
+    Rule("FIELD_TYPE_CHANGED", "major", _ALL, "a field's type changed"),
+    Rule("FIELD_DEFAULT_CHANGED", "forbidden", _ALL, "a field's default changed: files that omitted it change meaning"),
+    Rule(
+        "FIELD_DEFAULT_ADDED", "major", _ALL, "a required field got a default: older readers require what writers omit"
+    ),
+    Rule("FIELD_DEFAULT_REMOVED", "major", _ALL, "a field lost its default: files that omitted it no longer decode"),
+    Rule("FIELD_MADE_OPTIONAL", "major", _ALL, "a required field became optional: older readers reject null"),
+    Rule("FIELD_MADE_REQUIRED", "major", _ALL, "an optional field became required: files without it no longer decode"),
+    Rule("FIELD_DEPRECATED", "minor", _NONE, "a field with a default was deprecated"),
+    Rule(
+        "REQUIRED_FIELD_DEPRECATED",
+        "major",
+        _FB,
+        "a required field was deprecated: FlatBuffers writers stop writing it, older readers need it",
+    ),
+    Rule("FIELD_UNDEPRECATED", "minor", _NONE, "a deprecated field with a default is in use again"),
+    Rule(
+        "REQUIRED_FIELD_UNDEPRECATED",
+        "major",
+        _FB,
+        "a deprecated required field is in use again: FlatBuffers files written meanwhile lack it",
+    ),
+    Rule(
+        "CONSTRAINT_TIGHTENED",
+        "major",
+        _ALL,
+        "a ref/null/trie/table/sparse constraint was tightened: files written before may fail validation",
+    ),
+    Rule(
+        "CONSTRAINT_LOOSENED",
+        "major",
+        _ALL,
+        "a ref/null/trie/table/sparse constraint was loosened: older readers reject what newer writers may write",
+    ),
+    Rule(
+        "CONSTRAINT_CHANGED", "major", _ALL, "a ref target or a pool column changed: the same numbers mean other things"
+    ),
+    # -- enums ------------------------------------------------------------------------------------
+    Rule("ENUM_TYPE_CHANGED", "major", _FB, "an enum's integer type changed: FlatBuffers stores a fixed width"),
+    Rule("ENUM_VALUE_ADDED", "minor", _NONE, "an enum value was added"),
+    Rule("ENUM_VALUE_REMOVED", "major", _ALL, "an enum value was removed (deprecate it instead)"),
+    Rule("ENUM_VALUE_RENAMED", "major", _JSON, "an enum value kept its number but changed its name: JSON writes names"),
+    Rule(
+        "ENUM_VALUE_RENUMBERED", "major", _POSITIONAL, "an enum value changed its number: binary codecs write numbers"
+    ),
+    Rule("ENUM_VALUE_DEPRECATED_REUSED", "forbidden", _ALL, "the number of a deprecated enum value now names another"),
+    Rule("ENUM_VALUE_DEPRECATED", "minor", _NONE, "an enum value was deprecated"),
+    Rule("ENUM_VALUE_UNDEPRECATED", "minor", _NONE, "a deprecated enum value is in use again"),
+    # -- unions -----------------------------------------------------------------------------------
+    Rule("UNION_VARIANT_ADDED", "minor", _NONE, "a union variant was added"),
+    Rule("UNION_VARIANT_REMOVED", "major", _ALL, "a union variant was removed (deprecate it instead)"),
+    Rule(
+        "UNION_VARIANT_RENAMED",
+        "major",
+        _JSON,
+        "a variant kept its id and type but changed its name: JSON tags by name",
+    ),
+    Rule("UNION_VARIANT_ID_CHANGED", "major", _POSITIONAL, "a variant changed its id: binary codecs tag by id"),
+    Rule("UNION_VARIANT_TYPE_CHANGED", "major", _ALL, "a variant kept its name and id but holds another struct"),
+    Rule(
+        "UNION_VARIANT_ID_REUSED", "forbidden", _ALL, "a variant id now holds a different variant (other name and type)"
+    ),
+    Rule("UNION_VARIANT_DEPRECATED_REUSED", "forbidden", _ALL, "the id of a deprecated variant now holds another"),
+    Rule("UNION_VARIANT_DEPRECATED", "minor", _NONE, "a union variant was deprecated"),
+    Rule("UNION_VARIANT_UNDEPRECATED", "minor", _NONE, "a deprecated union variant is in use again"),
+)
+
+
+def worst(bumps: list[Bump] | tuple[Bump, ...]) -> Bump:
+    """The most severe of ``bumps`` (``none`` for no bumps)."""
+    return max(bumps, key=BUMP_ORDER.index, default="none")
