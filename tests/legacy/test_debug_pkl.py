@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracepack.errors import EncodeError, LegacyFormatError
+from tracepack.errors import EncodeError, LegacyFormatError, UnsafePickleError
 from tracepack.legacy.debug_pkl import (
     FORMAT_WITH_STRING_TABLE,
     CallstackDebugMap,
@@ -32,6 +32,7 @@ from tracepack.legacy.debug_pkl import (
     write_debug_pkl,
 )
 from tracepack.legacy.pickle_writer import IntList, write_pickle
+from tracepack.legacy.torchscript import read_torchscript_debug_info
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch"
 ARCHIVES = ["script_legacy.pt", "script_string_table.pt", "traced_string_table.pt", "lite_debug.ptl"]
@@ -413,3 +414,42 @@ def test_random_multi_flips_only_raise_format_errors(data: st.DataObject) -> Non
 
 def test_callstack_map_type() -> None:
     assert isinstance(parse_callstack_debug_map(write_pickle(())), CallstackDebugMap)
+
+
+# -- whole archives ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("archive", ARCHIVES)
+def test_read_torchscript_debug_info(archive: str) -> None:
+    info = read_torchscript_debug_info(DATA / archive)
+    assert info.archive_name == archive.rsplit(".", 1)[0]
+    assert info.version == "3"
+    want = {m for m in expected()[archive] if m.endswith(".debug_pkl") and m != "delegated_backends.debug_pkl"}
+    assert set(info.debug_pkls) == want
+    for member, parsed in info.debug_pkls.items():
+        code = info.code[member.removesuffix(".debug_pkl")].encode("utf-8")
+        assert all(0 <= row.byte_offset <= len(code) for row in parsed.rows)
+    lite = archive.endswith(".ptl")
+    assert (info.callstack_debug_map is not None) is lite
+    assert (info.mobile_debug_handles is not None) is lite
+    same_bytes = read_torchscript_debug_info((DATA / archive).read_bytes())
+    assert same_bytes.debug_pkls == info.debug_pkls
+
+
+def test_read_torchscript_debug_info_errors(tmp_path: Path) -> None:
+    with pytest.raises(LegacyFormatError, match="not a TorchScript archive"):
+        read_torchscript_debug_info(b"not a zip", name="x.pt")
+    raw = (DATA / "script_legacy.pt").read_bytes()
+    with pytest.raises(LegacyFormatError, match="exceeds the 100-byte limit"):
+        read_torchscript_debug_info(raw, max_member_bytes=100)
+    two = tmp_path / "two.pt"
+    with zipfile.ZipFile(two, "w") as z:
+        z.writestr("a/version", "3\n")
+        z.writestr("b/version", "3\n")
+    with pytest.raises(LegacyFormatError, match="one top-level folder"):
+        read_torchscript_debug_info(two)
+    bad = tmp_path / "bad.pt"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("m/code/__torch__.py.debug_pkl", b"\x80\x02cos\nsystem\n.")
+    with pytest.raises(UnsafePickleError, match=r"bad\.pt:code/__torch__\.py\.debug_pkl: at byte 2"):
+        read_torchscript_debug_info(bad)

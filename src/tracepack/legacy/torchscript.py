@@ -1,0 +1,114 @@
+"""Read the debug info of a TorchScript archive (``.pt`` / ``.ptl``) without torch.
+
+Only the zip directory and the debug members are read: ``code/**.py`` (the
+generated code ``debug_pkl`` byte offsets point into), ``code/**.py.debug_pkl``,
+``callstack_debug_map.pkl`` and ``mobile_debug_handles.pkl``. ``data.pkl`` and
+the tensors, which are object pickles, are never touched.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracepack.errors import LegacyFormatError
+from tracepack.legacy.debug_pkl import (
+    CallstackDebugMap,
+    DebugPkl,
+    MobileDebugHandles,
+    parse_callstack_debug_map,
+    parse_debug_pkl,
+    parse_mobile_debug_handles,
+)
+from tracepack.legacy.pickle_reader import DEFAULT_LIMITS, PickleLimits
+
+__all__ = ["TorchScriptDebugInfo", "read_torchscript_debug_info"]
+
+DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TorchScriptDebugInfo:
+    """The debug members of one TorchScript archive, keyed by their path inside the
+    archive's top folder (``"code/__torch__.py.debug_pkl"``)."""
+
+    archive_name: str
+    debug_pkls: dict[str, DebugPkl] = field(default_factory=dict)
+    code: dict[str, str] = field(default_factory=dict)
+    callstack_debug_map: CallstackDebugMap | None = None
+    mobile_debug_handles: MobileDebugHandles | None = None
+    version: str | None = None
+
+
+def read_torchscript_debug_info(
+    source: str | Path | bytes,
+    *,
+    name: str | None = None,
+    limits: PickleLimits = DEFAULT_LIMITS,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+) -> TorchScriptDebugInfo:
+    """Read the debug info of the TorchScript zip at ``source`` (a path or the bytes).
+
+    ``name`` labels errors (default: the path, or ``<bytes>``). Members larger than
+    ``max_member_bytes`` (as the zip declares them) are refused before reading.
+    """
+    label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise LegacyFormatError(f"not a TorchScript archive: {exc}", source=label, expected="a zip file") from None
+    with archive:
+        infos = archive.infolist()
+        tops = {info.filename.split("/", 1)[0] for info in infos if "/" in info.filename}
+        if len(tops) != 1:
+            raise LegacyFormatError(
+                f"expected one top-level folder, found {len(tops)}",
+                source=label,
+                expected="<name>/code/..., <name>/data.pkl, ...",
+            )
+        top = tops.pop()
+        debug_pkls: dict[str, DebugPkl] = {}
+        code: dict[str, str] = {}
+        cmap: CallstackDebugMap | None = None
+        handles: MobileDebugHandles | None = None
+        version: str | None = None
+        for info in infos:
+            if "/" not in info.filename or info.is_dir():
+                continue
+            member = info.filename.split("/", 1)[1]
+            where = f"{label}:{member}"
+            wanted = (
+                member.endswith((".debug_pkl", "callstack_debug_map.pkl", "mobile_debug_handles.pkl"))
+                or (member.startswith("code/") and member.endswith(".py"))
+                or member == "version"
+            )
+            if not wanted:
+                continue
+            if info.file_size > max_member_bytes:
+                raise LegacyFormatError(
+                    f"member of {info.file_size} bytes exceeds the {max_member_bytes}-byte limit",
+                    source=where,
+                )
+            try:
+                data = archive.read(info)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+                raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
+            if member.endswith(".debug_pkl"):
+                if member != "delegated_backends.debug_pkl":
+                    debug_pkls[member] = parse_debug_pkl(data, source=where, limits=limits)
+            elif member == "callstack_debug_map.pkl":
+                cmap = parse_callstack_debug_map(data, source=where, limits=limits)
+            elif member == "mobile_debug_handles.pkl":
+                handles = parse_mobile_debug_handles(data, source=where, limits=limits)
+            else:
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise LegacyFormatError(f"not UTF-8: {exc.reason}", source=where) from None
+                if member == "version":
+                    version = text.strip()
+                else:
+                    code[member] = text
+        return TorchScriptDebugInfo(top, debug_pkls, code, cmap, handles, version)
