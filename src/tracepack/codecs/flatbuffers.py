@@ -61,7 +61,7 @@ def _side_index(raw: Any) -> bytes:
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
     """Encode a document of the generated model of ``version``: document buffer, side index, trailer."""
     try:
-        body = codec_module(version).encode(raw)
+        body: bytes = codec_module(version).encode(raw)
         side = _side_index(raw)
     except (KeyError, TypeError, ValueError, OverflowError, IndexError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers: {type(exc).__name__}: {exc}") from None
