@@ -117,7 +117,7 @@ def need(pos: int) -> int:
 class _Shape:
     """How a table with a given set of present slots is written."""
 
-    __slots__ = ("align", "get", "offs", "pack", "size", "vtable")
+    __slots__ = ("align", "get", "offs", "pack_into", "size", "vtable")
 
     def __init__(self, kinds: str, mask: int) -> None:
         present = [i for i in range(len(kinds)) if mask >> i & 1]
@@ -137,7 +137,7 @@ class _Shape:
             align = max(align, size)
         self.size = k
         self.align = align
-        self.pack = struct.Struct(fmt).pack
+        self.pack_into = struct.Struct(fmt).pack_into
         self.get = _getter([i for i, _ in placed])
         self.offs = tuple((j, k) for j, (i, k) in enumerate(placed) if kinds[i] == "O")
         entries = [0] * (max(present) + 1 if present else 0)
@@ -158,7 +158,7 @@ def _getter(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]
 class Layout:
     """How a table with a given vtable is read: all inline fields with one ``unpack_from``."""
 
-    __slots__ = ("defaults", "get", "offs", "parts", "size", "unpack")
+    __slots__ = ("defaults", "get", "offs", "parts", "size", "spec", "unpack")
 
     def __init__(self, spec: TableSpec, vtable: bytes) -> None:
         size = _U16x2.unpack_from(vtable, 0)[1]
@@ -175,6 +175,7 @@ class Layout:
                 fields.append((at, slot))
         fields.sort()
         self.size = size
+        self.spec = spec
         self.defaults = spec.defaults
         # One struct over every present field, in offset order, when they do not overlap.
         fmt = "<"
@@ -190,28 +191,24 @@ class Layout:
         self.parts: tuple[tuple[int, struct.Struct], ...] = tuple(
             (at, struct.Struct("<" + _STRUCT_CODE[spec.kinds[slot]])) for at, slot in fields
         )
-        self.unpack: Callable[[Any, int], tuple[Any, ...]] | None = struct.Struct(fmt).unpack_from if fmt else None
+        self.unpack: Callable[[Any, int], tuple[Any, ...]] = (
+            struct.Struct(fmt).unpack_from if fmt else self._overlapping
+        )
         # Slot j's value: raw[position of slot j among present fields], or the default.
         where = {slot: j for j, (_, slot) in enumerate(fields)}
         width = len(fields)
         self.get = _getter([where.get(slot, width + slot) for slot in range(len(spec.kinds))])
         self.offs = tuple((slot, at) for at, slot in fields if spec.kinds[slot] == "O")
 
-    def read(self, buf: Any, pos: int) -> list[Any]:
-        if self.unpack is not None:
-            raw = self.unpack(buf, pos)
-        else:
-            raw = tuple(s.unpack_from(buf, pos + at)[0] for at, s in self.parts)
-        vals = list(self.get(raw + self.defaults))
-        for slot, at in self.offs:
-            vals[slot] += pos + at
-        return vals
+    def _overlapping(self, buf: Any, pos: int) -> tuple[Any, ...]:
+        return tuple(s.unpack_from(buf, pos + at)[0] for at, s in self.parts)
 
 
 class TableSpec:
     """A table type: one kind per FlatBuffers slot (struct code, or ``O`` for an offset)."""
 
-    __slots__ = ("_layouts", "defaults", "kinds", "name", "names", "shapes", "slots")
+    __slots__ = ("_layouts", "defaults", "index", "kinds", "name", "names", "shapes", "slots")
+    _count = 0
 
     def __init__(self, name: str, kinds: str, defaults: tuple[Any, ...], names: tuple[str, ...]) -> None:
         assert len(kinds) == len(defaults) == len(names)
@@ -223,6 +220,9 @@ class TableSpec:
         self.slots = {n: i for i, n in enumerate(names)}
         self.shapes: dict[int, _Shape] = {}
         self._layouts: dict[bytes, Layout] = {}
+        #: A small number unique to this spec (readers key their layout caches with it).
+        self.index = TableSpec._count % 4096
+        TableSpec._count += 1
 
     def shape(self, mask: int) -> _Shape:
         sh = self.shapes.get(mask)
@@ -248,22 +248,40 @@ class TableSpec:
 
 
 class Writer:
-    """Builds one FlatBuffer back to front. Every ``write`` returns the object's offset from the end."""
+    """Builds one FlatBuffer back to front in a bytearray (the data lives at ``buf[head:]``).
 
-    __slots__ = ("chunks", "size", "vtables")
+    Every write returns the object's offset from the end of the buffer, which stays valid as the
+    buffer grows. Tables whose slots are all integers (``ArgTensor``, ``ArgInt``...) are written
+    once per distinct value and shared, as FlatBuffers allows; vtables are shared by content.
+    """
 
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []
-        self.size = 0
+    __slots__ = ("buf", "head", "leaves", "vtables")
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.buf = bytearray(capacity)
+        self.head = capacity
         self.vtables: dict[bytes, int] = {}
+        self.leaves: dict[tuple[Any, ...], int] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.buf) - self.head
+
+    def _grow(self, need: int) -> None:
+        old = self.buf
+        used = len(old) - self.head
+        cap = max(2 * len(old), used + need + 1024)
+        buf = bytearray(cap)
+        buf[cap - used :] = memoryview(old)[self.head :]
+        self.buf = buf
+        self.head = cap - used
 
     def table(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
         """Write a table; ``values`` has one entry per slot, objects as their offsets from the end."""
         sh = spec.shapes.get(mask) or spec.shape(mask)
-        size = self.size
+        head = self.head
+        size = len(self.buf) - head
         pad = -(size + sh.size) % sh.align
-        if pad:
-            self.chunks.append(_ZEROS[pad])
         at = size + pad + sh.size
         vals = sh.get(values)
         if sh.offs:
@@ -271,25 +289,44 @@ class Writer:
             for j, k in sh.offs:
                 lst[j] = at - k - lst[j]
             vals = tuple(lst)
-        vt = self.vtables.get(sh.vtable)
+        vtable = sh.vtable
+        if head < pad + sh.size + len(vtable):
+            self._grow(pad + sh.size + len(vtable))
+            head = self.head
+        head -= pad + sh.size  # padding stays zero: the buffer starts zeroed
+        vt = self.vtables.get(vtable)
         if vt is None:
-            self.chunks.append(sh.pack(len(sh.vtable), *vals))
-            self.chunks.append(sh.vtable)
-            self.size = self.vtables[sh.vtable] = at + len(sh.vtable)
+            sh.pack_into(self.buf, head, len(vtable), *vals)
+            head -= len(vtable)
+            self.buf[head : head + len(vtable)] = vtable
+            self.vtables[vtable] = at + len(vtable)
         else:
-            self.chunks.append(sh.pack(vt - at, *vals))
-            self.size = at
+            sh.pack_into(self.buf, head, vt - at, *vals)
+        self.head = head
         return at
 
-    def _vector(self, data: bytes, count: int, elem: int) -> int:
-        pad = -(self.size + len(data)) % max(elem, 4)
-        chunks = self.chunks
-        if pad:
-            chunks.append(_ZEROS[pad])
-        chunks.append(data)
-        chunks.append(_U32.pack(count))
-        self.size += pad + len(data) + 4
-        return self.size
+    def leaf(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
+        """A table of integer slots only: written once per distinct content, then shared."""
+        key = (spec, mask, values)
+        at = self.leaves.get(key)
+        if at is None:
+            at = self.leaves[key] = self.table(spec, mask, values)
+        return at
+
+    def _vector(self, data: bytes | bytearray, count: int, elem: int) -> int:
+        head = self.head
+        size = len(self.buf) - head
+        pad = -(size + len(data)) % max(elem, 4)
+        total = pad + len(data) + 4
+        if head < total:
+            self._grow(total)
+            head = self.head
+        head -= pad + len(data)
+        self.buf[head : head + len(data)] = data
+        head -= 4
+        _U32.pack_into(self.buf, head, count)
+        self.head = head
+        return size + total
 
     def scalars(self, kind: str, values: Sequence[Any]) -> int:
         """A vector of numbers (``kind`` a struct code)."""
@@ -299,70 +336,69 @@ class Writer:
             a = array(_ARRAY_CODE[kind], values)
             if not LITTLE:
                 a.byteswap()
-            data = a.tobytes()
-        else:  # pragma: no cover - platforms without 4/8-byte array typecodes
-            data = struct.pack(f"<{len(values)}{kind}", *values)
-        return self._vector(data, len(values), SIZES[kind])
+            return self._vector(a.tobytes(), len(values), SIZES[kind])
+        data = struct.pack(f"<{len(values)}{kind}", *values)  # pragma: no cover
+        return self._vector(data, len(values), SIZES[kind])  # pragma: no cover
 
     def bytes_(self, value: bytes) -> int:
         return self._vector(bytes(value), len(value), 1)
 
     def string(self, value: str) -> int:
         b = value.encode("utf-8")
-        n = len(b)
-        pad = -(self.size + n + 1) % 4
-        self.chunks.append(_U32.pack(n) + b + _ZEROS[pad + 1])
-        self.size += n + pad + 5
-        return self.size
+        return self._vector(b + b"\0", len(b), 4)
 
     def strings(self, values: Sequence[str]) -> int:
         """A vector of strings (each string written once, in order)."""
-        chunks = self.chunks
+        # One bytes object for all of them, laid out in index order, then one copy into the buffer.
         size = self.size
+        pieces = []
+        ends = []
         pack = _U32.pack
         zeros = _ZEROS
-        ends = []
-        for s in values:
+        total = 0
+        for s in reversed(values):
             b = s.encode("utf-8")
             n = len(b)
-            pad = -(size + n + 1) & 3
-            chunks.append(pack(n) + b + zeros[pad + 1])
-            size += n + pad + 5
-            ends.append(size)
-        self.size = size
+            pad = -(size + total + n + 5) & 3
+            pieces.append(pack(n) + b + zeros[pad + 1])
+            total += n + pad + 5
+            ends.append(size + total)
+        pieces.reverse()
+        ends.reverse()
+        data = b"".join(pieces)
+        if self.head < len(data):
+            self._grow(len(data))
+        self.head -= len(data)
+        self.buf[self.head : self.head + len(data)] = data
         return self.offsets(ends)
 
     def offsets(self, targets: Sequence[int]) -> int:
         """A vector of offsets to objects already written (tables, strings, vectors)."""
         n = len(targets)
-        pad = -self.size % 4
-        if pad:
-            self.chunks.append(_ZEROS[pad])
-        first = self.size + pad + 4 * n  # offset-from-end of element 0
+        size = self.size
+        pad = -size % 4
+        first = size + pad + 4 * n  # offset-from-end of element 0
         rel = list(map(sub, range(first, first - 4 * n, -4), targets))
         if _ARRAY_OK:
             a = array("I", rel)
             if not LITTLE:
                 a.byteswap()
-            data = a.tobytes()
-        else:  # pragma: no cover
-            data = struct.pack(f"<{n}I", *rel)
-        self.chunks.append(data)
-        self.chunks.append(_U32.pack(n))
-        self.size = first + 4
-        return self.size
+            return self._vector(a.tobytes(), n, 4)
+        return self._vector(struct.pack(f"<{n}I", *rel), n, 4)  # pragma: no cover
 
     def finish(self, root: int, identifier: bytes) -> bytes:
         """The finished buffer: root offset, file identifier, everything written (8-byte aligned)."""
-        pad = -(self.size + 8) % 8
-        if pad:
-            self.chunks.append(_ZEROS[pad])
-        self.chunks.append(identifier)
-        self.size += pad + 8
-        self.chunks.append(_U32.pack(self.size - root))
-        self.chunks.reverse()
-        data = b"".join(self.chunks)
-        self.chunks = []
+        size = self.size
+        pad = -(size + 8) % 8
+        if self.head < pad + 8:
+            self._grow(pad + 8)
+        head = self.head - pad - 8
+        total = size + pad + 8
+        _U32.pack_into(self.buf, head, total - root)
+        self.buf[head + 4 : head + 8] = identifier
+        data = bytes(memoryview(self.buf)[head:])
+        self.buf = bytearray()
+        self.head = 0
         return data
 
 
@@ -385,7 +421,7 @@ class Reader:
         # Every element a legitimate buffer decodes is backed by at least one byte of its own;
         # shared objects (a DAG) could multiply that without bound, so the budget stops them.
         self.budget = 2 * self.n + 1024 if budget is None else budget
-        self.layouts: dict[tuple[int, int], Layout] = {}
+        self.layouts: dict[int, Layout] = {}
 
     def release(self) -> None:
         self.mv.release()
@@ -407,17 +443,19 @@ class Reader:
     def fields(self, pos: int, spec: TableSpec) -> list[Any]:
         """Every slot of the table at ``pos``: scalars (defaults when absent), objects as positions (0: absent)."""
         n = self.n
+        mv = self.mv
         if not 0 <= pos <= n - 4:
             raise Bad(f"{spec.name} table at byte {pos} is outside the buffer ({n} bytes)")
-        vt = pos - _I32.unpack_from(self.mv, pos)[0]
-        key = (id(spec), vt)
+        key = (pos - _I32.unpack_from(mv, pos)[0]) * 4096 + spec.index
         lay = self.layouts.get(key)
-        if lay is None:
-            lay = self._layout(spec, vt, pos)
-            self.layouts[key] = lay
+        if lay is None or lay.spec is not spec:
+            lay = self.layouts[key] = self._layout(spec, key // 4096, pos)
         if pos + lay.size > n:
             raise Bad(f"{spec.name} table at byte {pos} ({lay.size} bytes) overruns the buffer ({n} bytes)")
-        return lay.read(self.mv, pos)
+        vals = list(lay.get(lay.unpack(mv, pos) + lay.defaults))
+        for slot, at in lay.offs:
+            vals[slot] += pos + at
+        return vals
 
     def _layout(self, spec: TableSpec, vt: int, pos: int) -> Layout:
         n = self.n

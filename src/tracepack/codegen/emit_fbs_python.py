@@ -171,7 +171,9 @@ class _Emitter:
                     terms.append(f"({x} != {default!r}) << {i}")
         mask = " | ".join(([str(const)] if const or not terms else []) + terms)
         tail = ", " if len(values) == 1 else ""
-        out.append(f"    return w.table(_S_{fn.upper()}, {mask}, ({', '.join(values)}{tail}))")
+        # Tables of integers only are shared by content (floats are not: 0.0 == -0.0).
+        write = "leaf" if all(k in "?BbHhIiQq" for _, k, _, _ in slots) else "table"
+        out.append(f"    return w.{write}(_S_{fn.upper()}, {mask}, ({', '.join(values)}{tail}))")
 
     # -- decode expressions ---------------------------------------------------------------
 

@@ -449,7 +449,7 @@ def _en_argument_kind(value: int) -> m.ArgumentKind:
 
 
 def _e_version(w: rt.Writer, o: m.Version) -> int:
-    return w.table(_S_VERSION, (o.major != 0) << 0 | (o.minor != 0) << 1, (o.major, o.minor))
+    return w.leaf(_S_VERSION, (o.major != 0) << 0 | (o.minor != 0) << 1, (o.major, o.minor))
 
 
 def _d_version(r: rt.Reader, pos: int) -> m.Version:
@@ -766,7 +766,7 @@ def _dv_debug_file(r: rt.Reader, pos: int) -> list[m.DebugFile]:
 
 
 def _e_arg_none(w: rt.Writer, o: m.ArgNone) -> int:
-    return w.table(_S_ARG_NONE, 0, ())
+    return w.leaf(_S_ARG_NONE, 0, ())
 
 
 def _d_arg_none(r: rt.Reader, pos: int) -> m.ArgNone:
@@ -775,7 +775,7 @@ def _d_arg_none(r: rt.Reader, pos: int) -> m.ArgNone:
 
 
 def _e_arg_tensor(w: rt.Writer, o: m.ArgTensor) -> int:
-    return w.table(_S_ARG_TENSOR, (o.name != 0) << 0, (o.name,))
+    return w.leaf(_S_ARG_TENSOR, (o.name != 0) << 0, (o.name,))
 
 
 def _d_arg_tensor(r: rt.Reader, pos: int) -> m.ArgTensor:
@@ -800,7 +800,7 @@ def _d_arg_tensors(r: rt.Reader, pos: int) -> m.ArgTensors:
 
 
 def _e_arg_int(w: rt.Writer, o: m.ArgInt) -> int:
-    return w.table(_S_ARG_INT, (o.value != 0) << 0, (o.value,))
+    return w.leaf(_S_ARG_INT, (o.value != 0) << 0, (o.value,))
 
 
 def _d_arg_int(r: rt.Reader, pos: int) -> m.ArgInt:
@@ -850,7 +850,7 @@ def _d_arg_floats(r: rt.Reader, pos: int) -> m.ArgFloats:
 
 
 def _e_arg_bool(w: rt.Writer, o: m.ArgBool) -> int:
-    return w.table(_S_ARG_BOOL, bool(o.value) << 0, (o.value,))
+    return w.leaf(_S_ARG_BOOL, bool(o.value) << 0, (o.value,))
 
 
 def _d_arg_bool(r: rt.Reader, pos: int) -> m.ArgBool:
@@ -875,7 +875,7 @@ def _d_arg_bools(r: rt.Reader, pos: int) -> m.ArgBools:
 
 
 def _e_arg_string(w: rt.Writer, o: m.ArgString) -> int:
-    return w.table(_S_ARG_STRING, (o.value != 0) << 0, (o.value,))
+    return w.leaf(_S_ARG_STRING, (o.value != 0) << 0, (o.value,))
 
 
 def _d_arg_string(r: rt.Reader, pos: int) -> m.ArgString:
@@ -900,7 +900,7 @@ def _d_arg_strings(r: rt.Reader, pos: int) -> m.ArgStrings:
 
 
 def _e_arg_sym_int(w: rt.Writer, o: m.ArgSymInt) -> int:
-    return w.table(_S_ARG_SYM_INT, (o.name != 0) << 0, (o.name,))
+    return w.leaf(_S_ARG_SYM_INT, (o.name != 0) << 0, (o.name,))
 
 
 def _d_arg_sym_int(r: rt.Reader, pos: int) -> m.ArgSymInt:
@@ -909,7 +909,7 @@ def _d_arg_sym_int(r: rt.Reader, pos: int) -> m.ArgSymInt:
 
 
 def _e_arg_generic(w: rt.Writer, o: m.ArgGeneric) -> int:
-    return w.table(_S_ARG_GENERIC, (o.variant != 0) << 0 | (o.json != 0) << 1, (o.variant, o.json))
+    return w.leaf(_S_ARG_GENERIC, (o.variant != 0) << 0 | (o.json != 0) << 1, (o.variant, o.json))
 
 
 def _d_arg_generic(r: rt.Reader, pos: int) -> m.ArgGeneric:
