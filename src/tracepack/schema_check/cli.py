@@ -95,8 +95,9 @@ def _finding_line(f: Finding) -> str:
     return f"  {f.bump} {f.rule} {f.where}: {f.detail} [breaks {breaks}]"
 
 
-def _numbered(ways: Sequence[str]) -> list[str]:
-    return ["Ways out:", *(f"  {i}. {w}" for i, w in enumerate(ways, 1))] if ways else []
+def _numbered(ways: Sequence[str], note: str = "") -> list[str]:
+    head = f"Ways out ({note}):" if note else "Ways out:"
+    return [head, *(f"  {i}. {w}" for i, w in enumerate(ways, 1))] if ways else []
 
 
 def format_report(r: Report) -> list[str]:
@@ -111,7 +112,7 @@ def format_report(r: Report) -> list[str]:
             lines.append(f"OK: a {r.needed} change, and {nv} is the version after {ov} for it")
     else:
         lines += [f"FAIL: {p}" for p in r.problems]
-    return lines + _numbered(r.ways_out)
+    return lines + _numbered(r.ways_out, r.ways_note)
 
 
 def report_json(r: Report) -> dict[str, Any]:
@@ -136,6 +137,7 @@ def report_json(r: Report) -> dict[str, Any]:
         ],
         "problems": list(r.problems),
         "ways_out": list(r.ways_out),
+        "ways_note": r.ways_note,
     }
 
 

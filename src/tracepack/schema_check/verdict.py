@@ -64,8 +64,10 @@ class Report:
     findings: tuple[Finding, ...]
     #: Why the check fails (empty when it passes).
     problems: tuple[str, ...]
-    #: What would make it pass, as alternatives or steps, most specific first.
+    #: What would make it pass, most specific first.
     ways_out: tuple[str, ...]
+    #: How the ways out combine, e.g. "1-2 together keep 1.1 right, or 3" ("" when each one is enough).
+    ways_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -120,12 +122,17 @@ def check_pair(old: Schema, new: Schema) -> Report:
     forbidden = [f for f in findings if f.bump == "forbidden"]
     problems: list[str]
     ways: list[str]
+    note = ""
     if forbidden:
         # No version makes these right; the version is judged again once they are fixed.
         problems = [f"{f.rule} at {f.where} is forbidden in every version" for f in forbidden]
         ways = [f"{f.fix} ({f.rule})" for f in forbidden]
+        note = "every one of them" if len(ways) > 1 else ""
     else:
         problems, ways = _version_verdict(new.source, (old.major, old.minor), (new.major, new.minor), findings)
+        if len(ways) > 1 and ways[-1].startswith("declare version "):
+            fixes = "1" if len(ways) == 2 else f"1-{len(ways) - 1} together"
+            note = f"{fixes} to keep {new.major}.{new.minor}, or {len(ways)}"
     return Report(
         old_source=old.source,
         old_version=(old.major, old.minor),
@@ -136,4 +143,5 @@ def check_pair(old: Schema, new: Schema) -> Report:
         findings=tuple(findings),
         problems=tuple(problems),
         ways_out=tuple(ways),
+        ways_note=note,
     )
