@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zstandard
 
@@ -29,6 +29,9 @@ from tracepack.errors import (
     UsageError,
     VersionError,
 )
+
+if TYPE_CHECKING:
+    from tracepack.lazy import LazyDocument
 
 __version__ = "0.1.0"
 
@@ -55,6 +58,7 @@ __all__ = [
     "dumps",
     "load",
     "loads",
+    "open",
 ]
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
@@ -172,3 +176,14 @@ def dump(
     data = dumps(doc, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict, version=version)
     atomic_write(path, data)
     return len(data)
+
+
+def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
+    """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access (see :mod:`tracepack.lazy`).
+
+    >>> with tracepack.open("model.tpk") as doc:
+    ...     doc.node("linear").stack_trace
+    """
+    from tracepack.lazy import open as open_lazy
+
+    return open_lazy(path, checksum=checksum)

@@ -317,6 +317,49 @@ class _Emitter:
             "    return e",
         ]
 
+    def _metadata(self) -> list[str]:
+        """What lazy readers need from the IR: columnar tables, their columns, and every ``ref``."""
+        schema = self.schema
+        tables: list[str] = []
+        columns: list[str] = []
+        for f in schema.root_struct.fields:
+            if f.type.kind != "struct" or not schema.structs[f.type.name].table:
+                continue
+            s = schema.structs[f.type.name]
+            row = s.row_column
+            assert row is not None
+            tables.append(f"    {f.name!r}: ({s.name!r}, {row.name!r}),")
+        for s in schema.structs.values():
+            if not s.table:
+                continue
+            items = []
+            for f in s.fields:
+                if f.type.kind == "list" and f.type.item is not None and f.type.item.kind in ("scalar", "enum"):
+                    role = "pool" if f.pool else "sparse" if f.sparse else "row"
+                    items.append(f"{f.name!r}: ({_code(f.type.item, schema)!r}, {role!r})")
+            columns.append(f"    {s.name!r}: {{{', '.join(items)}}},")
+        refs = [
+            f"    ({s.name!r}, {f.name!r}): ({f.ref!r}, {f.null or 0}, {f.trie}),"
+            for s in schema.structs.values()
+            for f in s.fields
+            if f.ref is not None
+        ]
+        return [
+            "",
+            "#: Columnar tables of the root: field -> (struct, the column whose length is the row count).",
+            "TABLES: Final[dict[str, tuple[str, str]]] = {",
+            *tables,
+            "}",
+            "#: Numeric columns of each columnar table: field -> (element struct code, row | sparse | pool).",
+            "COLUMNS: Final[dict[str, dict[str, tuple[str, str]]]] = {",
+            *columns,
+            "}",
+            "#: Every reference: (struct, field) -> (root field it indexes, lowest sentinel, is a trie parent).",
+            "REFS: Final[dict[tuple[str, str], tuple[str, int, bool]]] = {",
+            *refs,
+            "}",
+        ]
+
     def emit(self) -> str:
         schema = self.schema
         root = schema.root
@@ -338,7 +381,7 @@ class _Emitter:
             "",
             "from . import model as m",
             "",
-            '__all__ = ["DECODERS", "FILE_IDENTIFIER", "SPECS", "decode", "encode"]',
+            '__all__ = ["COLUMNS", "DECODERS", "FILE_IDENTIFIER", "REFS", "SPECS", "TABLES", "decode", "encode"]',
             "",
             f"FILE_IDENTIFIER: Final = {schema.file_identifier.encode('ascii')!r}",
             "",
@@ -355,6 +398,7 @@ class _Emitter:
             box = box_name(u)
             specs.append((box, _snake(box).upper()))
             out.append(f"_S_{specs[-1][1]} = rt.TableSpec({box!r}, 'BO', (0, 0), ('value_type', 'value'))")
+        out += self._metadata()
         out += [
             "",
             "#: Table spec of every table type, by name (lazy readers find fields with ``spec.slots``).",

@@ -16,7 +16,7 @@ from tracepack.codecs import _fbrt as rt
 
 from . import model as m
 
-__all__ = ["DECODERS", "FILE_IDENTIFIER", "SPECS", "decode", "encode"]
+__all__ = ["COLUMNS", "DECODERS", "FILE_IDENTIFIER", "REFS", "SPECS", "TABLES", "decode", "encode"]
 
 FILE_IDENTIFIER: Final = b"TPK1"
 
@@ -364,6 +364,98 @@ _S_DOCUMENT = rt.TableSpec(
     ),
 )
 _S_ARGUMENT_BOX = rt.TableSpec("ArgumentBox", "BO", (0, 0), ("value_type", "value"))
+
+#: Columnar tables of the root: field -> (struct, the column whose length is the row count).
+TABLES: Final[dict[str, tuple[str, str]]] = {
+    "files": ("FileTable", "name"),
+    "lines": ("LineTable", "file"),
+    "frames": ("FrameTable", "line"),
+    "stacks": ("StackTable", "parent"),
+    "modules": ("ModuleTable", "parent"),
+    "sources": ("SourceTable", "file"),
+    "ranges": ("RangeTable", "source"),
+    "debug_handles": ("DebugHandleTable", "handle"),
+}
+#: Numeric columns of each columnar table: field -> (element struct code, row | sparse | pool).
+COLUMNS: Final[dict[str, dict[str, tuple[str, str]]]] = {
+    "FileTable": {"name": ("I", "row")},
+    "LineTable": {"file": ("I", "row"), "line": ("q", "row"), "name": ("I", "row"), "text": ("I", "row")},
+    "FrameTable": {
+        "line": ("I", "row"),
+        "col": ("i", "sparse"),
+        "end_col": ("i", "sparse"),
+        "annotation": ("I", "sparse"),
+    },
+    "StackTable": {"parent": ("I", "row"), "frame": ("I", "row")},
+    "ModuleTable": {
+        "parent": ("I", "row"),
+        "key": ("I", "row"),
+        "path": ("I", "row"),
+        "type": ("I", "row"),
+        "method": ("I", "sparse"),
+    },
+    "SourceTable": {
+        "file": ("q", "row"),
+        "start_line": ("q", "row"),
+        "line_count": ("I", "row"),
+        "lines": ("I", "pool"),
+    },
+    "RangeTable": {"source": ("I", "row"), "start": ("q", "row"), "end": ("q", "row")},
+    "DebugHandleTable": {
+        "handle": ("q", "row"),
+        "stack": ("I", "row"),
+        "module": ("I", "row"),
+        "op": ("I", "row"),
+        "range": ("I", "row"),
+    },
+    "DebugFile": {"byte_offset": ("q", "row"), "range": ("I", "row"), "tag": ("q", "row")},
+}
+#: Every reference: (struct, field) -> (root field it indexes, lowest sentinel, is a trie parent).
+REFS: Final[dict[tuple[str, str], tuple[str, int, bool]]] = {
+    ("FileTable", "name"): ("strings", 0, False),
+    ("LineTable", "file"): ("files", 0, False),
+    ("LineTable", "name"): ("strings", 0, False),
+    ("LineTable", "text"): ("strings", 0, False),
+    ("FrameTable", "line"): ("lines", 0, False),
+    ("FrameTable", "annotation"): ("strings", 0, False),
+    ("StackTable", "parent"): ("stacks", 0, True),
+    ("StackTable", "frame"): ("frames", 0, False),
+    ("ModuleTable", "parent"): ("modules", 0, True),
+    ("ModuleTable", "key"): ("strings", 0, False),
+    ("ModuleTable", "path"): ("strings", 0, False),
+    ("ModuleTable", "type"): ("strings", 0, False),
+    ("ModuleTable", "method"): ("strings", 0, False),
+    ("SourceTable", "file"): ("strings", -1, False),
+    ("SourceTable", "lines"): ("strings", 0, False),
+    ("RangeTable", "source"): ("sources", 0, False),
+    ("DebugHandleTable", "stack"): ("stacks", 0, False),
+    ("DebugHandleTable", "module"): ("modules", 0, False),
+    ("DebugHandleTable", "op"): ("strings", 0, False),
+    ("DebugHandleTable", "range"): ("ranges", 0, False),
+    ("DebugFile", "range"): ("ranges", 0, False),
+    ("ArgTensor", "name"): ("strings", 0, False),
+    ("ArgTensors", "names"): ("strings", 0, False),
+    ("ArgString", "value"): ("strings", 0, False),
+    ("ArgStrings", "values"): ("strings", 0, False),
+    ("ArgSymInt", "name"): ("strings", 0, False),
+    ("ArgGeneric", "variant"): ("strings", 0, False),
+    ("ArgGeneric", "json"): ("strings", 0, False),
+    ("NamedArgument", "name"): ("strings", 0, False),
+    ("Node", "name"): ("strings", 0, False),
+    ("Node", "target"): ("strings", 0, False),
+    ("Node", "stack"): ("stacks", 0, False),
+    ("Node", "module"): ("modules", 0, False),
+    ("Node", "meta_keys"): ("strings", 0, False),
+    ("Node", "meta_values"): ("strings", -2, False),
+    ("Value", "name"): ("strings", 0, False),
+    ("Value", "dtype"): ("strings", 0, False),
+    ("Value", "sym_shape"): ("strings", 0, False),
+    ("Value", "sym_strides"): ("strings", 0, False),
+    ("Value", "device"): ("strings", 0, False),
+    ("Value", "json"): ("strings", 0, False),
+    ("Value", "sym_storage_offset"): ("strings", 0, False),
+    ("Value", "layout"): ("strings", 0, False),
+}
 
 #: Table spec of every table type, by name (lazy readers find fields with ``spec.slots``).
 SPECS: Final[dict[str, rt.TableSpec]] = {

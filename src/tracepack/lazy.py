@@ -1,0 +1,723 @@
+"""Lazy, random-access reading of an uncompressed FlatBuffers ``.tpk``: ``tracepack.open(path)``.
+
+>>> with tracepack.open("model.tpk") as doc:           # memory-maps the file; decodes nothing
+...     print(doc.node("linear_3").stack_trace)        # binary search by name, one trace rendered
+...     print(doc.debug_handle(1234).stack_trace)      # binary search over the sorted handles
+
+Answers are the strings :class:`tracepack.Document` gives, byte for byte: the same
+render functions (:mod:`tracepack.traces`), the same rules for lifted metadata, and
+the same caching (one rendered string per distinct stack and style, per module path).
+
+Nothing is trusted. Opening checks the container header, the payload length, the root
+and every table header and column length (a few hundred bytes, whatever the document's
+size); every later access checks what it touches: each offset and vector in bounds,
+each vtable sane, each reference below its table's row count (the schema's ``ref``
+facts, generated into ``fbcodec.REFS``), each trie step strictly backwards (so a
+walk always ends). A hostile file raises :class:`~tracepack.errors.DecodeError` or
+:class:`~tracepack.errors.IntegrityError` naming the place -- never IndexError, a
+wrong answer or a hang. :meth:`LazyDocument.verify` is the one-time linear pass
+(checksum, full decode and validation) for when every byte must be vouched for.
+
+Name lookups use the side index the FlatBuffers codec writes (node indices sorted by
+name); a file without one (another FlatBuffers producer) gets a name table built by
+one scan on the first lookup. A lookup result is always checked against the name
+asked for, so a damaged index can at worst miss, never return a different node.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from types import ModuleType, TracebackType
+from typing import Any, Final
+
+from tracepack.codecs import _fbrt as rt
+from tracepack.container import HEADER_SIZE, ContainerHeader, read_header
+from tracepack.document import DebugHandle, resolve_argument
+from tracepack.errors import ContainerError, DecodeError, IntegrityError, TracepackError, UsageError
+from tracepack.traces import (
+    STYLE_STRIPPED,
+    FrameKey,
+    ModuleKey,
+    render_frames,
+    render_module_hierarchy,
+    render_nn_module_stack,
+)
+
+__all__ = ["LazyDocument", "LazyNode", "open", "trace"]
+
+_CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers --compression none`"
+# Errors that only a malformed buffer can cause once the explicit checks are done.
+_MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
+
+
+def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
+    """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access.
+
+    ``checksum=True`` also checks the payload's CRC-32 (one pass over the file, at
+    C speed) before anything is read. Close the document (or use ``with``) to unmap it.
+    """
+    return LazyDocument(path, checksum=checksum)
+
+
+def trace(path: str | os.PathLike[str], node: str | int) -> str | None:
+    """The stack trace of one node (by name, or by index), or None when it has none."""
+    with LazyDocument(path) as doc:
+        return doc.node(node).stack_trace
+
+
+class _Strings(Sequence[str]):
+    """The string table, read on demand (``doc.strings[i]``)."""
+
+    __slots__ = ("_doc",)
+
+    def __init__(self, doc: LazyDocument) -> None:
+        self._doc = doc
+
+    def __len__(self) -> int:
+        return len(self._doc._string_offsets)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._doc._string(j, "$.strings") for j in range(*i.indices(len(self)))]
+        return self._doc._string(i, "$.strings")
+
+
+class LazyDocument:
+    """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
+
+    def __init__(self, path: str | os.PathLike[str], *, checksum: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._views: list[memoryview] = []
+        self._closed = True
+        self._stack_cache: dict[tuple[int, int], str] = {}
+        self._module_cache: dict[tuple[int, int], str] = {}
+        self._name_table: dict[bytes, int] | None = None
+        try:
+            self._file = builtins.open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise UsageError(f"cannot open: {exc.strerror}", source=self.path) from None
+        self._closed = False
+        try:
+            self._open(checksum)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _view(self, mv: memoryview) -> memoryview:
+        self._views.append(mv)
+        return mv
+
+    def _open(self, checksum: bool) -> None:
+        from tracepack.codecs.flatbuffers import codec_module, read_side_index, split
+        from tracepack.versions import reader_version
+
+        src = self.path
+        size = os.fstat(self._file.fileno()).st_size
+        if size < HEADER_SIZE:
+            read_header(self._file.read(HEADER_SIZE), source=src)  # raises the right ContainerError
+        self._mm: mmap.mmap | None = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        whole = self._view(memoryview(self._mm))
+        header = self.container = read_header(whole[:HEADER_SIZE], source=src)
+        if header.codec != "flatbuffers" or header.compression != "none":
+            raise UsageError(
+                f"lazy access needs an uncompressed FlatBuffers file, this one is {header.codec} "
+                f"with compression {header.compression}; {_CONVERT_HINT}",
+                source=src,
+            )
+        self._payload = self._check_payload(whole, header, checksum)
+        version = reader_version(header.schema_version, source=src)
+        self.source_version = header.schema_version
+        self._fb: ModuleType = codec_module(version)
+        body, side = split(self._payload)
+        self._views += [body] if side is None else [body, side]
+        r = self._r = rt.Reader(body, budget=1 << 62)
+        try:
+            self._open_tables(r, header)
+        except _MALFORMED as exc:
+            raise _decode_error(exc, src, "$") from None
+        self._by_name: memoryview | None = None
+        if side is not None:
+            by_name = read_side_index(side)
+            if by_name is not None and len(by_name) == self._node_count:
+                self._by_name = self._view(by_name)
+            elif by_name is not None:
+                by_name.release()
+
+    def _check_payload(self, whole: memoryview, header: ContainerHeader, checksum: bool) -> memoryview:
+        start = header.header_size
+        available = len(whole) - start
+        if available != header.payload_length:
+            what = "truncated payload" if available < header.payload_length else "unexpected bytes after the payload"
+            raise ContainerError(
+                f"{what}: {max(available, 0)} bytes for a declared {header.payload_length}",
+                source=self.path,
+                where=f"byte {start}",
+                expected=f"{header.payload_length} payload bytes, then the end of the file",
+            )
+        payload = self._view(whole[start:])
+        if checksum and zlib.crc32(payload) != header.payload_crc32:
+            raise ContainerError(
+                "payload checksum mismatch: the file is corrupted", source=self.path, where=f"bytes {start}.."
+            )
+        return payload
+
+    def _open_tables(self, r: rt.Reader, header: ContainerHeader) -> None:
+        fb = self._fb
+        specs = fb.SPECS
+        doc = r.fields(r.root(fb.FILE_IDENTIFIER), specs["Document"])
+        dslot = specs["Document"].slots
+        # The header: small, decoded whole; it must say what the container says.
+        try:
+            self.header = fb.DECODERS["Header"](r, rt.need(doc[dslot["header"]]))
+        except rt.Bad as exc:
+            raise rt.bad(exc, ".header") from None
+        if self.header.magic != "tracepack":
+            raise DecodeError(
+                f"payload magic is {self.header.magic!r}",
+                source=self.path,
+                where="$.header.magic",
+                expected="'tracepack'",
+            )
+        declared = (self.header.version.major, self.header.version.minor)
+        if declared != header.schema_version:
+            raise DecodeError(
+                f"payload says schema {declared[0]}.{declared[1]}, container header says "
+                f"{header.schema_version[0]}.{header.schema_version[1]}",
+                source=self.path,
+                where="$.header.version",
+            )
+        # The string table: its offsets as a zero-copy uint32 view.
+        self._string_offsets, self._strings_at = self._u32_vector(r, doc[dslot["strings"]], ".strings")
+        self._rows: dict[str, int] = {"strings": len(self._string_offsets)}
+        if not self._string_offsets or self._string(0, "$.strings") != "":
+            raise IntegrityError(
+                "string 0 is not the empty string", source=self.path, where="$.strings[0]", expected='""'
+            )
+        # Columnar tables: every column a zero-copy typed view, lengths checked once here.
+        self._cols: dict[str, dict[str, memoryview]] = {}
+        targets = {ref for ref, _, _ in fb.REFS.values()}
+        for name, (struct_name, row_column) in fb.TABLES.items():
+            spec = specs[struct_name]
+            try:
+                v = r.fields(rt.need(doc[dslot[name]]), spec)
+                cols: dict[str, memoryview] = {}
+                for col, (code, _role) in fb.COLUMNS[struct_name].items():
+                    pos = v[spec.slots[col]]
+                    cols[col] = self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
+            except rt.Bad as exc:
+                raise rt.bad(exc, f".{name}") from None
+            rows = len(cols[row_column])
+            for col, (_code, role) in fb.COLUMNS[struct_name].items():
+                got = len(cols[col])
+                if role != "pool" and got != rows and not (role == "sparse" and got == 0):
+                    raise IntegrityError(
+                        f"column has {got} entries but the table has {rows} rows",
+                        source=self.path,
+                        where=f"$.{name}.{col}",
+                        expected=f"{rows} entries" + (" or none" if role == "sparse" else ""),
+                    )
+            if name in targets and rows < 1:
+                raise IntegrityError(
+                    "table has no rows", source=self.path, where=f"$.{name}", expected="row 0, the reserved empty entry"
+                )
+            self._cols[name] = cols
+            self._rows[name] = rows
+        self._source_starts: list[int] | None = None
+        # The graph: node table offsets as a zero-copy view.
+        graph = r.fields(rt.need(doc[dslot["graph"]]), specs["Graph"])
+        gslot = specs["Graph"].slots
+        nodes_at = graph[gslot["nodes"]]
+        if nodes_at:
+            self._node_offsets, self._nodes_at = self._u32_vector(r, nodes_at, ".graph.nodes")
+        else:
+            self._node_offsets, self._nodes_at = self._view(memoryview(b"").cast("I")), 0
+        self._node_count = len(self._node_offsets)
+        self._node_spec = specs["Node"]
+        self._nslot = self._node_spec.slots
+
+    def _u32_vector(self, r: rt.Reader, pos: int, where: str) -> tuple[memoryview, int]:
+        try:
+            start, count = r.vector(rt.need(pos), 4)
+        except rt.Bad as exc:
+            raise rt.bad(exc, where) from None
+        return self._view(r.mv[start : start + 4 * count].cast("I")), start
+
+    def _typed_vector(self, r: rt.Reader, pos: int, code: str) -> memoryview:
+        size = rt.SIZES[code]
+        start, count = r.vector(pos, size)
+        if code == "?":
+            code = "B"
+        return self._view(r.mv[start : start + count * size].cast(code))  # type: ignore[call-overload]
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Unmap the file. Strings already read stay valid; further access raises UsageError."""
+        self._closed = True
+        for view in reversed(self._views):
+            view.release()
+        self._views.clear()
+        r = getattr(self, "_r", None)
+        if r is not None:
+            r.release()
+        mm = getattr(self, "_mm", None)
+        if mm is not None:
+            with contextlib.suppress(BufferError):  # a caller still holds a column view: unmapped with it
+                mm.close()
+            self._mm = None
+        self._file.close()
+
+    def __enter__(self) -> LazyDocument:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _live(self) -> None:
+        if self._closed:
+            raise UsageError("the document is closed", source=self.path)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._node_count} nodes, {self._rows['strings']} strings"
+        return f"<tracepack.LazyDocument {self.path} ({state})>"
+
+    # -- checked primitives -------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException, where: str) -> TracepackError:
+        if isinstance(exc, TracepackError):
+            return exc.with_source(self.path)
+        return _decode_error(exc, self.path, where)
+
+    def _ref(self, table: str, value: int, size_of: str, where: str, null: int = 0) -> int:
+        if not null <= value < self._rows[size_of]:
+            raise IntegrityError(
+                f"reference {value} is out of range",
+                source=self.path,
+                where=where,
+                expected=f"an index below {self._rows[size_of]}" + (f" or a sentinel down to {null}" if null else ""),
+            )
+        return value
+
+    def _string_bytes(self, i: int, where: str) -> memoryview:
+        self._ref("strings", i, "strings", where)
+        r = self._r
+        at = self._strings_at + 4 * i + self._string_offsets[i]
+        size = r.u32(at)
+        if at + 4 + size > r.n:
+            raise rt.Bad(f"string {i} at byte {at} overruns the buffer ({r.n} bytes)")
+        return r.mv[at + 4 : at + 4 + size]
+
+    def _string(self, i: int, where: str) -> str:
+        self._live()
+        try:
+            return str(self._string_bytes(i, where), "utf-8")
+        except _MALFORMED as exc:
+            raise self._fail(exc, f"$.strings[{i}]") from None
+
+    @property
+    def strings(self) -> Sequence[str]:
+        """The string table, read on demand."""
+        return _Strings(self)
+
+    def _node_fields(self, i: int) -> list[Any]:
+        self._live()
+        at = self._nodes_at + 4 * i + self._node_offsets[i]
+        try:
+            return self._r.fields(at, self._node_spec)
+        except _MALFORMED as exc:
+            raise self._fail(exc, f"$.graph.nodes[{i}]") from None
+
+    def columns(self, table: str) -> dict[str, memoryview]:
+        """The columns of a debug-info table (``"stacks"``, ``"frames"``...) as zero-copy typed views.
+
+        Views are valid until :meth:`close`; ``numpy.frombuffer(view, ...)`` wraps one without a copy.
+        """
+        self._live()
+        if table not in self._cols:
+            raise UsageError(f"no table {table!r}", where="columns", expected=" or ".join(self._cols))
+        return dict(self._cols[table])
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._node_count
+
+    def node(self, key: str | int) -> LazyNode:
+        """A node by name or index (negative indices count from the end)."""
+        self._live()
+        n = self._node_count
+        if isinstance(key, int):
+            if not -n <= key < n:
+                raise UsageError(f"node index {key} out of range ({n} nodes)", where="node")
+            return LazyNode(self, key % n if key < 0 else key)
+        i = self._find(key.encode("utf-8", "surrogatepass"))
+        if i is None:
+            raise UsageError(f"no node named {key!r}", where="node")
+        return LazyNode(self, i)
+
+    def __getitem__(self, key: str | int) -> LazyNode:
+        return self.node(key)
+
+    def nodes(self) -> Iterator[LazyNode]:
+        """Every node in graph order, each read when it is used."""
+        return (LazyNode(self, i) for i in range(self._node_count))
+
+    def __iter__(self) -> Iterator[LazyNode]:
+        return self.nodes()
+
+    def _name_of(self, i: int) -> bytes:
+        v = self._node_fields(i)
+        try:
+            return bytes(self._string_bytes(v[self._nslot["name"]], f"$.graph.nodes[{i}].name"))
+        except _MALFORMED as exc:
+            raise self._fail(exc, f"$.graph.nodes[{i}].name") from None
+
+    def _find(self, key: bytes) -> int | None:
+        order = self._by_name
+        n = self._node_count
+        if order is None:
+            if self._name_table is None:
+                self._name_table = {self._name_of(i): i for i in range(n)}
+            return self._name_table.get(key)
+        lo, hi = 0, n
+        while lo < hi:  # bisect_left; at most log2(n) + 1 rounds
+            mid = (lo + hi) // 2
+            j = order[mid]
+            if j >= n:
+                raise IntegrityError(
+                    f"side index entry {j} is out of range", source=self.path, where="SideIndex.nodes_by_name"
+                )
+            if self._name_of(j) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n:
+            j = order[lo]
+            if j < n and self._name_of(j) == key:
+                return int(j)
+        return None
+
+    # -- debug info -------------------------------------------------------------------------
+
+    def frames(self, stack: int) -> list[FrameKey]:
+        """The frames of stack-trie row ``stack``, outermost first."""
+        self._live()
+        c = self._cols
+        st, fr, ln = c["stacks"], c["frames"], c["lines"]
+        parent, frame = st["parent"], st["frame"]
+        f_line, f_col, f_end, f_ann = fr["line"], fr["col"], fr["end_col"], fr["annotation"]
+        l_file, l_line, l_name, l_text = ln["file"], ln["line"], ln["name"], ln["text"]
+        names = c["files"]["name"]
+        ref, s = self._ref, self._string
+        ref("stacks", stack, "stacks", "stack")
+        out = []
+        while stack:
+            up = parent[stack]
+            if up >= stack:
+                raise IntegrityError(
+                    f"row {stack} has parent {up}, which is not an earlier row (a cycle or a forward reference)",
+                    source=self.path,
+                    where=f"$.stacks.parent[{stack}]",
+                    expected=f"a parent below {stack}",
+                )
+            fi = ref("frames", frame[stack], "frames", f"$.stacks.frame[{stack}]")
+            li = ref("lines", f_line[fi], "lines", f"$.frames.line[{fi}]")
+            file = ref("files", l_file[li], "files", f"$.lines.file[{li}]")
+            out.append(
+                FrameKey(
+                    s(names[file], f"$.files.name[{file}]"),
+                    l_line[li],
+                    s(l_name[li], f"$.lines.name[{li}]"),
+                    s(l_text[li], f"$.lines.text[{li}]"),
+                    f_col[fi] if f_col else -1,
+                    f_end[fi] if f_end else -1,
+                    s(f_ann[fi], f"$.frames.annotation[{fi}]") if f_ann else "",
+                )
+            )
+            stack = up
+        out.reverse()
+        return out
+
+    def stack_trace(self, stack: int, style: int = STYLE_STRIPPED) -> str:
+        """Render stack-trie row ``stack`` as a legacy string (cached per stack and style)."""
+        key = (stack, style)
+        text = self._stack_cache.get(key)
+        if text is None:
+            text = self._stack_cache[key] = render_frames(self.frames(stack), style)
+        return text
+
+    def modules(self, module: int) -> list[ModuleKey]:
+        """The module-trie path ending at row ``module``, outermost first."""
+        self._live()
+        t = self._cols["modules"]
+        parent, key, path, typ, method = t["parent"], t["key"], t["path"], t["type"], t["method"]
+        s = self._string
+        self._ref("modules", module, "modules", "module")
+        out = []
+        while module:
+            up = parent[module]
+            if up >= module:
+                raise IntegrityError(
+                    f"row {module} has parent {up}, which is not an earlier row (a cycle or a forward reference)",
+                    source=self.path,
+                    where=f"$.modules.parent[{module}]",
+                    expected=f"a parent below {module}",
+                )
+            out.append(
+                ModuleKey(
+                    s(key[module], f"$.modules.key[{module}]"),
+                    s(path[module], f"$.modules.path[{module}]"),
+                    s(typ[module], f"$.modules.type[{module}]"),
+                    s(method[module], f"$.modules.method[{module}]") if method else "",
+                )
+            )
+            module = up
+        out.reverse()
+        return out
+
+    def module_stack(self, module: int) -> str:
+        """Render module-trie row ``module`` as torch.export's ``nn_module_stack``."""
+        key = (module, 0)
+        text = self._module_cache.get(key)
+        if text is None:
+            text = self._module_cache[key] = render_nn_module_stack(self.modules(module))
+        return text
+
+    def module_hierarchy(self, module: int) -> str:
+        """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
+        key = (module, 1)
+        text = self._module_cache.get(key)
+        if text is None:
+            text = self._module_cache[key] = render_module_hierarchy(self.modules(module))
+        return text
+
+    def source_text(self, source: int) -> str:
+        """The full text of TorchScript source ``source``."""
+        self._live()
+        t = self._cols["sources"]
+        self._ref("sources", source, "sources", "source")
+        if self._source_starts is None:
+            starts = [0]
+            for count in t["line_count"]:
+                starts.append(starts[-1] + count)
+            if starts[-1] != len(t["lines"]):
+                raise IntegrityError(
+                    f"sources take {starts[-1]} lines but the pool has {len(t['lines'])}",
+                    source=self.path,
+                    where="$.sources.line_count",
+                    expected="line counts that add up to len($.sources.lines)",
+                )
+            self._source_starts = starts
+        lines = t["lines"]
+        a, b = self._source_starts[source], self._source_starts[source + 1]
+        return "".join(self._string(lines[i], f"$.sources.lines[{i}]") for i in range(a, b))
+
+    def debug_handle(self, handle: int) -> DebugHandle:
+        """Resolve a debug handle (binary search over the sorted handle column)."""
+        self._live()
+        t = self._cols["debug_handles"]
+        handles = t["handle"]
+        lo, hi = 0, len(handles)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if handles[mid] < handle:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == len(handles) or handles[lo] != handle:
+            raise UsageError(f"no debug handle {handle}", where="debug_handle")
+        i = lo
+        ref = self._ref
+        rng = ref("ranges", t["range"][i], "ranges", f"$.debug_handles.range[{i}]")
+        src = None
+        if rng:
+            r = self._cols["ranges"]
+            source = ref("sources", r["source"][rng], "sources", f"$.ranges.source[{rng}]")
+            file = ref("strings", self._cols["sources"]["file"][source], "strings", f"$.sources.file[{source}]", -1)
+            src = (self._string(file, f"$.sources.file[{source}]") if file >= 0 else "", r["start"][rng], r["end"][rng])
+        stack = ref("stacks", t["stack"][i], "stacks", f"$.debug_handles.stack[{i}]")
+        module = ref("modules", t["module"][i], "modules", f"$.debug_handles.module[{i}]")
+        return DebugHandle(
+            handle,
+            self._string(t["op"][i], f"$.debug_handles.op[{i}]"),
+            self.stack_trace(stack),
+            self.module_hierarchy(module),
+            src,
+        )
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table."""
+        return dict(self._rows)
+
+    # -- whole-document operations ------------------------------------------------------------
+
+    def load(self) -> Any:
+        """Decode everything into a :class:`tracepack.Document` (validated)."""
+        import tracepack
+
+        self._live()
+        assert self._mm is not None
+        with memoryview(self._mm) as whole:
+            return tracepack.loads(whole, source=self.path)
+
+    def verify(self) -> None:
+        """The one-time linear pass: checksum, full structural decode, every reference and trie."""
+        self.load()
+
+
+class LazyNode:
+    """One node of a :class:`LazyDocument`, read when first used; the API of :class:`tracepack.NodeView`."""
+
+    __slots__ = ("_doc", "_v", "index")
+
+    def __init__(self, doc: LazyDocument, index: int) -> None:
+        self._doc = doc
+        self.index = index
+        self._v: list[Any] | None = None
+
+    def _fields(self) -> list[Any]:
+        if self._v is None:
+            self._v = self._doc._node_fields(self.index)
+        return self._v
+
+    def _slot(self, name: str) -> Any:
+        return self._fields()[self._doc._nslot[name]]
+
+    def _ref(self, field: str, table: str) -> int:
+        return self._doc._ref(table, self._slot(field), table, f"$.graph.nodes[{self.index}].{field}")
+
+    def _where(self, field: str) -> str:
+        return f"$.graph.nodes[{self.index}].{field}"
+
+    @property
+    def name(self) -> str:
+        return self._doc._string(self._slot("name"), self._where("name"))
+
+    @property
+    def target(self) -> str:
+        return self._doc._string(self._slot("target"), self._where("target"))
+
+    @property
+    def stack(self) -> int:
+        return self._ref("stack", "stacks")
+
+    @property
+    def module(self) -> int:
+        return self._ref("module", "modules")
+
+    @property
+    def stack_style(self) -> int:
+        return int(self._slot("stack_style"))
+
+    def _meta_columns(self) -> tuple[list[int], list[int]]:
+        d = self._doc
+        keys_at, values_at = self._slot("meta_keys"), self._slot("meta_values")
+        try:
+            keys = d._r.scalars(keys_at, "I") if keys_at else []
+            values = d._r.scalars(values_at, "q") if values_at else []
+        except _MALFORMED as exc:
+            raise d._fail(exc, self._where("meta_keys")) from None
+        if len(keys) != len(values):
+            raise IntegrityError(
+                f"{len(keys)} metadata keys but {len(values)} values",
+                source=d.path,
+                where=self._where("meta_values"),
+                expected="one value per key",
+            )
+        return keys, values
+
+    def _literal(self, key: str) -> str | None:
+        d = self._doc
+        for j, (k, v) in enumerate(zip(*self._meta_columns(), strict=True)):
+            if d._string(k, self._where(f"meta_keys[{j}]")) == key and v >= 0:
+                return d._string(v, self._where(f"meta_values[{j}]"))
+        return None
+
+    @property
+    def stack_trace(self) -> str | None:
+        """The legacy ``stack_trace`` string, or ``None`` when the node has none."""
+        stack = self.stack
+        if stack:
+            return self._doc.stack_trace(stack, self.stack_style)
+        lit = self._literal("stack_trace")
+        if lit is not None:
+            return lit
+        return self._doc.stack_trace(0, self.stack_style) if -1 in self._meta_columns()[1] else None
+
+    @property
+    def module_stack(self) -> str | None:
+        """The legacy ``nn_module_stack`` string, or ``None`` when the node has none."""
+        module = self.module
+        if module:
+            return self._doc.module_stack(module)
+        lit = self._literal("nn_module_stack")
+        if lit is not None:
+            return lit
+        return "" if -2 in self._meta_columns()[1] else None
+
+    @property
+    def module_hierarchy(self) -> str:
+        """The module path in TorchScript's ``TOP(C)::forward.A0(A)::forward`` form."""
+        return self._doc.module_hierarchy(self.module)
+
+    @property
+    def frames(self) -> list[FrameKey]:
+        return self._doc.frames(self.stack)
+
+    @property
+    def meta(self) -> dict[str, str]:
+        """All metadata in the producer's order, lifted values rendered back."""
+        d = self._doc
+        out = {}
+        for j, (k, v) in enumerate(zip(*self._meta_columns(), strict=True)):
+            key = d._string(k, self._where(f"meta_keys[{j}]"))
+            if v >= 0:
+                out[key] = d._string(v, self._where(f"meta_values[{j}]"))
+            elif v == -1:
+                out[key] = d.stack_trace(self.stack, self.stack_style)
+            elif v == -2:
+                out[key] = d.module_stack(self.module)
+            else:
+                d._ref("strings", v, "strings", self._where(f"meta_values[{j}]"), -2)
+        return out
+
+    @property
+    def raw(self) -> Any:
+        """The node as the generated model's ``Node`` (inputs and outputs decoded)."""
+        d = self._doc
+        d._live()
+        at = d._nodes_at + 4 * self.index + d._node_offsets[self.index]
+        try:
+            return d._fb.DECODERS["Node"](d._r, at)
+        except _MALFORMED as exc:
+            raise d._fail(exc, self._where("")[:-1]) from None
+
+    @property
+    def inputs(self) -> list[tuple[str, Any]]:
+        s = self._doc.strings
+        return [(s[a.name], resolve_argument(s, a.arg)) for a in self.raw.inputs]  # type: ignore[arg-type]
+
+    @property
+    def outputs(self) -> list[Any]:
+        s = self._doc.strings
+        return [resolve_argument(s, a) for a in self.raw.outputs]  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<node {self.name} = {self.target}>"
+
+
+def _decode_error(exc: BaseException, source: str, where: str) -> DecodeError:
+    if isinstance(exc, rt.Bad):
+        place = exc.where()
+        return DecodeError(exc.problem, source=source, where=where + place[1:] if where != "$" else place)
+    return DecodeError(rt.bad(exc, "").problem, source=source, where=where)
