@@ -26,12 +26,16 @@ __all__ = ["BuiltDocument", "built_documents", "documents", "frame_keys", "stack
 
 # Text without the characters that cannot appear inside one traceback line.
 _line_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+    alphabet=st.characters(
+        blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    ),
     max_size=40,
 )
 _identifier = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True)
 _file_names = st.one_of(
-    st.sampled_from(["/home/user/project/model.py", "/home/user/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py"]),
+    st.sampled_from(
+        ["/home/user/project/model.py", "/home/user/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py"]
+    ),
     _line_text.filter(lambda s: s.strip() == s and s).map(lambda s: f"/home/user/{s}.py"),
 )
 _line_numbers = st.one_of(st.integers(1, 5000), st.just(0), st.integers(0, 2**63 - 1))
@@ -104,7 +108,13 @@ _arguments = st.one_of(
     st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=3),
     st.lists(st.booleans(), min_size=1, max_size=3),
     st.lists(_line_text, min_size=1, max_size=3),
-    st.builds(Generic, _identifier.map(lambda s: f"as_{s}"), st.recursive(_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_identifier, c, max_size=3), max_leaves=6)),
+    st.builds(
+        Generic,
+        _identifier.map(lambda s: f"as_{s}"),
+        st.recursive(
+            _scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_identifier, c, max_size=3), max_leaves=6
+        ),
+    ),
 )
 
 
@@ -138,12 +148,14 @@ def built_documents(draw: st.DrawFn, *, max_nodes: int = 25) -> BuiltDocument:
             out.frames[name] = frames
         elif kind == "frame_summaries":
             stack_arg = traceback.StackSummary.from_list(
-                [traceback.FrameSummary(f.file, f.line, f.name, line=f.text or None) for f in frames]
+                [traceback.FrameSummary(f.file, f.line, f.name, line=f.text) for f in frames]
             )
             out.frames[name] = [f._replace(col=-1, end_col=-1) for f in frames]
         if draw(st.booleans()):
             mod = draw(st.sampled_from(modules))
-            meta["nn_module_stack"] = ";".join(f"{e.key},{e.path},{e.type}" for e in mod[: draw(st.integers(1, len(mod)))])
+            meta["nn_module_stack"] = ";".join(
+                f"{e.key},{e.path},{e.type}" for e in mod[: draw(st.integers(1, len(mod)))]
+            )
         for k, v in draw(st.lists(st.tuples(_identifier, _line_text), max_size=3)):
             meta.setdefault(k, v)
         inputs = [(f"a{j}", a) for j, a in enumerate(draw(st.lists(_arguments, max_size=4)))]
@@ -169,7 +181,9 @@ def built_documents(draw: st.DrawFn, *, max_nodes: int = 25) -> BuiltDocument:
         start = draw(st.integers(0, len(text.encode())))
         ranges.append(b.source_range(src, start, draw(st.integers(start, len(text.encode())))))
     if ranges:
-        rows = [(draw(st.integers(0, 10_000)), draw(st.sampled_from(ranges)), draw(st.integers(-1, 50))) for _ in range(3)]
+        rows = [
+            (draw(st.integers(0, 10_000)), draw(st.sampled_from(ranges)), draw(st.integers(-1, 50))) for _ in range(3)
+        ]
         b.add_debug_file("code/__torch__/m.py", rows, legacy=draw(st.booleans()))
     handles = draw(st.lists(st.integers(-(2**63), 2**63 - 1), unique=True, max_size=5))
     for h in handles:

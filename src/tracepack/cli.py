@@ -28,7 +28,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 through our own handler."""
 
     def error(self, message: str) -> Any:
-        raise UsageError(message, source=self.prog)
+        sub = self.prog.removeprefix("tracepack").strip()
+        raise UsageError(message, where=sub or None)
 
 
 def _read(path: str) -> bytes:

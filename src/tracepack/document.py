@@ -18,7 +18,7 @@ from operator import ne
 from typing import Any, NamedTuple
 
 from tracepack import model as m
-from tracepack.errors import IntegrityError, UsageError
+from tracepack.errors import DecodeError, IntegrityError, UsageError
 from tracepack.traces import (
     FrameKey,
     ModuleKey,
@@ -27,7 +27,7 @@ from tracepack.traces import (
     render_nn_module_stack,
 )
 
-__all__ = ["DebugHandle", "Document", "NodeView"]
+__all__ = ["DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
 
 
 class DebugHandle(NamedTuple):
@@ -316,6 +316,14 @@ class NodeView:
         return f"<node {self.name} = {self.target}>"
 
 
+def json_value(text: str, where: str) -> Any:
+    """Parse JSON text stored in a document, as a DecodeError when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"stored JSON is not valid: {exc.msg} at character {exc.pos}", where=where) from None
+
+
 def resolve_argument(s: list[str], a: m.Argument) -> Any:
     """A stored argument as a plain Python value (tensors as ``{"tensor": name}``)."""
     if isinstance(a, m.ArgNone):
@@ -331,7 +339,7 @@ def resolve_argument(s: list[str], a: m.Argument) -> Any:
     if isinstance(a, m.ArgSymInt):
         return {"sym_int": s[a.name]}
     if isinstance(a, m.ArgGeneric):
-        return {s[a.variant]: json.loads(s[a.json])}
+        return {s[a.variant]: json_value(s[a.json], f"$.strings[{a.json}]")}
     if isinstance(a, (m.ArgInts, m.ArgFloats, m.ArgBools)):
         return list(a.values)
     return a.value

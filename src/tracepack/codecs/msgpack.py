@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from tracepack.codecs._errors import decode_error
+from tracepack.errors import DecodeError
 from tracepack.versions import generated
 
 __all__ = ["decode", "encode"]
@@ -31,3 +32,5 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
         return _decoder(version).decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise decode_error(exc, source=source, root=generated(version).model.Document, codec="MessagePack") from None
+    except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
+        raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None

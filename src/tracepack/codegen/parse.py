@@ -9,7 +9,7 @@ Meaning (do names resolve, are ids contiguous...) is checked by :mod:`model`.
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -105,10 +105,31 @@ def parse_schema_text(text: str, *, source: str) -> RawSchema:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SchemaError(f"not valid TOML: {exc}", source=source) from None
+    # Check the nested tables one by one first, so an error names the exact struct and field
+    # (msgspec itself spells dictionary keys as `[...]`).
+    for group, item_key, item_type in (("structs", "fields", RawField), ("enums", "values", RawEnumValue)):
+        for name, table in _items(data.get(group)):
+            for member, value in _items(table.get(item_key) if isinstance(table, dict) else None):
+                _convert(value, item_type, source, f"$.{group}.{name}.{item_key}.{member}")
+    for name, table in _items(data.get("unions")):
+        for member, value in _items(table.get("variants") if isinstance(table, dict) else None):
+            _convert(value, RawVariant, source, f"$.unions.{name}.variants.{member}")
+    return _convert(data, RawSchema, source, "$")
+
+
+def _items(value: object) -> list[tuple[str, object]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+_T = TypeVar("_T")
+
+
+def _convert(value: object, kind: type[_T], source: str, where: str) -> _T:
     try:
-        return msgspec.convert(data, RawSchema)
+        return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
         message, _, path = str(exc).rpartition(" - at ")
         if not message:
             message, path = str(exc), "$"
-        raise SchemaError(message, source=source, where=path.strip("`")) from None
+        place = where + path.strip("`")[1:]
+        raise SchemaError(message, source=source, where=place) from None

@@ -26,7 +26,7 @@ from typing import Any
 
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
-from tracepack.document import Document
+from tracepack.document import Document, json_value
 from tracepack.errors import LegacyFormatError, UsageError
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "import_model_json", "is_model_json"]
@@ -132,7 +132,7 @@ def _argument_json(s: list[str], a: m.Argument) -> Any:
         return {"as_tensors": [{"name": s[i]} for i in a.names]}
     if isinstance(a, m.ArgSymInt):
         return {"as_sym_int": {"as_name": s[a.name]}}
-    value = json.loads(s[a.json])
+    value = json_value(s[a.json], f"$.strings[{a.json}]")
     return value if a.variant == 0 else {s[a.variant]: value}
 
 
@@ -194,7 +194,7 @@ def _add_value(b: DocumentBuilder, name: str, meta: Any) -> None:
 
 def _value_json(s: list[str], v: m.Value) -> Any:
     if v.json:
-        return json.loads(s[v.json])
+        return json_value(s[v.json], f"$.strings[{v.json}]")
     shape: list[int | str] = [s[e] if e else d for d, e in zip(v.shape, v.sym_shape or [0] * len(v.shape), strict=True)]
     strides: list[int | str] = [
         s[e] if e else d for d, e in zip(v.strides, v.sym_strides or [0] * len(v.strides), strict=True)
@@ -259,7 +259,9 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
     extra_defaults = {
         k: Counter(_dumps(n.get(k)) for n in nodes if type(n) is dict).most_common(1)[0][0] for k in extra_keys
     }
-    overrides: dict[str, Any] = {}
+    # Nodes kept whole (odd shapes), and per-node values of the untyped fields that differ from the default.
+    whole: dict[str, Any] = {}
+    extras_of: dict[str, Any] = {}
     typed: list[int] = []
     for i, n in enumerate(nodes):
         if type(n) is dict and list(n) == keys and _plain_node(n):
@@ -276,7 +278,7 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
             except UsageError:  # a duplicate node name: keep the node verbatim
                 pass
         b.add_raw_node(_generic_node(b, i, n if type(n) is dict else {}))
-        overrides[str(i)] = n
+        whole[str(i)] = n
     b.set_graph(name="graph", inputs=doc_inputs, outputs=doc_outputs)
 
     skeleton = dict(obj)
@@ -294,10 +296,11 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
         n = nodes[i]
         extras = {k: n[k] for k in extra_keys}
         if any(_dumps(v) != extra_defaults[k] for k, v in extras.items()):
-            overrides[str(i)] = extras
-        if _node_json(strings, renderer, stored[i], keys, extras) != n:
-            overrides[str(i)] = n
-    layout = {"keys": keys, "defaults": {k: json.loads(v) for k, v in extra_defaults.items()}, "overrides": overrides}
+            extras_of[str(i)] = extras
+        if _dumps(_node_json(strings, renderer, stored[i], keys, extras)) != _dumps(n):
+            whole[str(i)] = n
+    defaults = {k: json.loads(v) for k, v in extra_defaults.items()}
+    layout = {"keys": keys, "defaults": defaults, "extras": extras_of, "whole": whole}
     doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
     return doc
 
@@ -365,9 +368,9 @@ class _MetaRenderer:
 
 
 def _extension(doc: Document, name: str) -> Any:
-    for e in doc.raw.extensions:
+    for i, e in enumerate(doc.raw.extensions):
         if e.name == name:
-            return json.loads(e.json)
+            return json_value(e.json, f"$.extensions[{i}].json")
     raise UsageError(f"the document has no {name!r} extension: it was not imported from a torch model.json")
 
 
@@ -378,16 +381,15 @@ def export_model_json(doc: Document) -> bytes:
     s = doc.raw.strings
     g = doc.raw.graph
     renderer = _MetaRenderer(doc)
-    keys, defaults, overrides = layout["keys"], layout["defaults"], layout["overrides"]
+    keys, defaults, extras_of, whole = layout["keys"], layout["defaults"], layout["extras"], layout["whole"]
     nodes = []
     for i, node in enumerate(g.nodes):
-        o = overrides.get(str(i))
-        if o is not None and list(o) == keys:
-            nodes.append(o)
+        kept = whole.get(str(i))
+        if kept is not None:
+            nodes.append(kept)
             continue
         extras = dict(defaults)
-        if o is not None:
-            extras.update(o)
+        extras.update(extras_of.get(str(i), {}))
         nodes.append(_node_json(s, renderer, node, keys, extras))
     graph = program["graph_module"]["graph"]
     graph["nodes"] = nodes
