@@ -55,6 +55,8 @@ class SuiteReport:
 def check_all(folder: str | Path) -> SuiteReport:
     """Check a schema folder: releases pairwise, the draft against the latest release, the lock."""
     folder = Path(folder)
+    if not folder.name:  # `.` or `..`: name files after the folder itself
+        folder = folder.resolve()
     schemas = load_schemas(folder)
     released = [s for s in schemas if s.status == "released"]
     drafts = [s for s in schemas if s.status != "released"]
