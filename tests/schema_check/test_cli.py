@@ -199,7 +199,8 @@ def test_all_released_schema_changed(capsys: pytest.CaptureFixture[str], folder:
         f"FAIL: schema/tracepack-1.0.toml: released schemas are immutable, but its sha256 is {_sha(released)}, "
         f"not {locked} as schema/RELEASED.sha256 line 2 locks",
         "Ways out:",
-        "  1. restore schema/tracepack-1.0.toml from git (`git checkout -- schema/tracepack-1.0.toml`); "
+        "  1. restore the released bytes of schema/tracepack-1.0.toml "
+        "(`git log -p -- schema/tracepack-1.0.toml` shows the change); "
         "make the change in the next version's schema instead",
         "FAIL: 1 problem(s) in schema/",
     ]

@@ -23,7 +23,8 @@ def test_released_schemas_match_the_lock() -> None:
     for e in entries:
         digest = hashlib.sha256((SCHEMA_DIR / e.file).read_bytes()).hexdigest()
         assert digest == e.sha256, (
-            f"schema/{e.file} changed after its release; restore it with `git checkout -- schema/{e.file}`"
+            f"schema/{e.file} changed after its release; restore its released bytes "
+            f"(`git log -p -- schema/{e.file}` shows the change)"
         )
         assert f"{e.version[0]}.{e.version[1]}" == released[e.file].version
     assert check_lock(entries, {Path(s.source).name: s for s in schemas}, lock=f"schema/{LOCK_FILE}") == ([], [])

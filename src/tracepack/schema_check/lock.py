@@ -100,7 +100,7 @@ def check_lock(
                 f"not {e.sha256} as {where} locks"
             )
             ways.append(
-                f"restore {schema.source} from git (`git checkout -- {schema.source}`); "
+                f"restore the released bytes of {schema.source} (`git log -p -- {schema.source}` shows the change); "
                 "make the change in the next version's schema instead"
             )
     for file, schema in schemas.items():
