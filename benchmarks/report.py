@@ -75,6 +75,8 @@ class Report:
 
 def _fmt(value: float, unit: str) -> str:
     if unit == "s":
+        if value < 1e-3:
+            return f"{value * 1e6:.2f} us"
         return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.3f} s"
     if unit == "B":
         for u in ("B", "KB", "MB", "GB"):

@@ -43,6 +43,9 @@ StackInput: TypeAlias = (
     "str | traceback.StackSummary | Sequence[traceback.FrameSummary] | Sequence[tuple[Any, ...]] | Sequence[FrameKey]"
 )
 
+_STYLES = tuple(m.StackStyle)
+_KINDS = tuple(m.ArgumentKind)
+
 #: Metadata keys whose values are lifted into the node's stack / module references.
 STACK_KEY = "stack_trace"
 MODULE_KEY = "nn_module_stack"
@@ -302,9 +305,10 @@ class DocumentBuilder:
         when they render back exactly, and kept verbatim otherwise. ``stack_trace`` and
         ``module_stack`` set the references directly (frames or strings).
         """
-        if name in self._node_names:
+        names = self._node_names
+        if name in names:
             raise UsageError(f"node {name!r} is already in the graph", where="add_node")
-        self._node_names.add(name)
+        names.add(name)
         s = self.string
         stack, style, module = 0, STYLE_STRIPPED, 0
         if stack_trace is not None:
@@ -335,20 +339,23 @@ class DocumentBuilder:
                         values.append(-2)
                         continue
                 values.append(s(v))
-        named = [
-            m.NamedArgument(s(a[0]), self.argument(a[1]), m.ArgumentKind(a[2]) if len(a) > 2 else m.ArgumentKind(0))
-            for a in inputs
-        ]
+        named = (
+            [m.NamedArgument(s(a[0]), self.argument(a[1]), _KINDS[a[2]] if len(a) > 2 else _KINDS[0]) for a in inputs]
+            if inputs
+            else []
+        )
+        argument = self.argument
+        # Positional construction: this is the per-node hot path.
         node = m.Node(
-            name=s(name),
-            target=s(target),
-            inputs=named,
-            outputs=[self.argument(o) for o in outputs],
-            stack=stack,
-            stack_style=m.StackStyle(style),
-            module=module,
-            meta_keys=keys,
-            meta_values=values,
+            s(name),
+            s(target),
+            named,
+            [argument(o) for o in outputs] if outputs else [],
+            stack,
+            _STYLES[style],
+            module,
+            keys,
+            values,
         )
         self._nodes.append(node)
         return len(self._nodes) - 1

@@ -1,0 +1,217 @@
+"""FlatBuffers: lazy, random-access reading against a full decode, on a ~100k-node graph.
+
+The document is the bundled torch.export sample (``tracepack/data/sample/model.json``)
+"stacked": its nodes repeated with renamed names and values, each repetition in its
+own block of the module hierarchy (``blocks.0`` -> ``blocks.<r>``), so traces are
+shared the way a deep model's layers share them, and every node has a debug handle.
+
+Figures:
+
+* (a) open a ``.tpk`` + render one node's stack trace, against a full decode of the same
+  file (``tracepack.load``); target >= 100x faster;
+* (b) memory held by a lazy open, against the file size: traced Python allocations
+  (tracemalloc) and the process's RSS growth, both stated; target <= 1x of the file;
+* (c) a full decode through FlatBuffers, against MessagePack (no target: FlatBuffers trades
+  decode-everything speed for lazy access);
+* (d) the verifier: what ``tracepack.open`` checks up front, and a checked node lookup, against
+  a full linear verification (decode + validate) of the same file.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import tempfile
+import time
+import tracemalloc
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tracepack
+from benchmarks.report import Figure, Report, best_time
+from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
+
+__all__ = ["run", "stacked_document"]
+
+SAMPLE = Path(tracepack.__file__).parent / "data" / "sample" / "model.json"
+NODES = 100_000
+
+
+def _rename(v: Any, suffix: str) -> Any:
+    """A resolved argument (``NodeView.inputs``) back as builder input, with values renamed."""
+    if isinstance(v, dict) and len(v) == 1:
+        ((k, x),) = v.items()
+        if k == "tensor":
+            return Tensor(f"{x}{suffix}")
+        if k == "sym_int":
+            return SymInt(x)
+        return Generic(k, x)
+    if isinstance(v, list) and v and all(isinstance(i, dict) and set(i) == {"tensor"} for i in v):
+        return [Tensor(f"{i['tensor']}{suffix}") for i in v]
+    return v
+
+
+@cache
+def stacked_document(nodes: int = NODES) -> tracepack.Document:
+    """The sample's nodes repeated until ``nodes`` nodes (renamed per repetition, one block each)."""
+    from tracepack.convert.export_json import import_model_json
+
+    sample = import_model_json(SAMPLE.read_bytes(), source=SAMPLE.name)
+    b = DocumentBuilder(producer="tracepack-bench")
+    base = list(sample.nodes())
+    handle = 0
+    for r in range(-(-nodes // len(base))):
+        suffix = f"@{r}" if r else ""
+        for n in base:
+            if handle == nodes:
+                break
+            meta = dict(n.meta)
+            if "nn_module_stack" in meta:
+                meta["nn_module_stack"] = meta["nn_module_stack"].replace("blocks.0", f"blocks.{r}")
+            b.add_node(
+                f"{n.name}{suffix}",
+                n.target,
+                inputs=[(k, _rename(v, suffix)) for k, v in n.inputs],
+                outputs=[_rename(v, suffix) for v in n.outputs],
+                meta=meta,
+            )
+            b.add_debug_handle(handle, stack=b.stack_of_frames(n.frames), op=f"{n.name}{suffix}")
+            handle += 1
+    b.set_graph(name="stacked", inputs=[Tensor("x")], outputs=[Tensor(f"{base[-1].name}@{r}")])
+    return b.build()
+
+
+def _rss() -> int:
+    """Resident set size now, in bytes (Linux /proc; else the peak from getrusage)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # pragma: no cover - not Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run(report: Report) -> None:
+    doc = stacked_document()
+    names = [n.name for n in doc.nodes()]
+    target = names[len(names) * 2 // 3]
+    with tempfile.TemporaryDirectory(prefix="tracepack-bench-") as tmp:
+        fb = Path(tmp) / "graph-fb.tpk"
+        mp = Path(tmp) / "graph-mp.tpk"
+        t0 = time.perf_counter()
+        fb_size = tracepack.dump(doc, fb, codec="flatbuffers", compression="none")
+        enc_fb = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tracepack.dump(doc, mp, codec="msgpack", compression="none")
+        enc_mp = time.perf_counter() - t0
+        print(
+            f"  document: {len(doc)} nodes, {len(doc.strings)} strings; flatbuffers {fb_size / 1e6:.1f} MB "
+            f"(encoded in {enc_fb:.2f} s), msgpack {mp.stat().st_size / 1e6:.1f} MB (in {enc_mp:.2f} s)"
+        )
+        expected = doc.node(target).stack_trace
+
+        def lazy_trace() -> str | None:
+            with tracepack.open(fb) as lazy:
+                return lazy.node(target).stack_trace
+
+        def full_trace() -> str | None:
+            return tracepack.load(fb).node(target).stack_trace
+
+        assert lazy_trace() == expected == full_trace()
+        t_lazy = best_time(lazy_trace, repeat=5, min_time=0.2)
+        t_full = best_time(full_trace, repeat=3, min_time=0.5)
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(a) open + one node's stack trace vs full decode",
+                t_lazy,
+                t_full,
+                "s",
+                target=100,
+                note="tracepack.open(path).node(name).stack_trace vs tracepack.load(path)",
+            )
+        )
+
+        # (b) memory of a lazy open: Python allocations and RSS growth, against the file size.
+        gc.collect()
+        rss0 = _rss()
+        tracemalloc.start()
+        lazy = tracepack.open(fb)
+        trace = lazy.node(target).stack_trace
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rss = _rss() - rss0
+        assert trace == expected
+        lazy.close()
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(b) lazy open + one trace: peak traced memory vs file",
+                peak,
+                fb_size,
+                "B",
+                target=1.0,
+                higher_is_better=False,
+                note="tracemalloc peak (the mapping itself is page cache, not Python heap)",
+            )
+        )
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(b) lazy open + one trace: RSS growth vs file",
+                max(rss, 0),
+                fb_size,
+                "B",
+                target=1.0,
+                higher_is_better=False,
+                note="resident pages gained by the process (mapped file pages touched count here)",
+            )
+        )
+
+        # (c) full decode through each codec (payload to typed model, validation included).
+        t_fb = best_time(lambda: tracepack.load(fb), repeat=3, min_time=0.5)
+        t_mp = best_time(lambda: tracepack.load(mp), repeat=3, min_time=0.5)
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(c) full decode: flatbuffers vs msgpack",
+                t_fb,
+                t_mp,
+                "s",
+                note="tracepack.load of the same document; ratio < 1 means slower than msgpack",
+            )
+        )
+
+        # (d) the verifier: checks at open and per lookup, against a full linear verification.
+        def open_only() -> None:
+            tracepack.open(fb).close()
+
+        def lookup() -> str:
+            return lazy2.node(target).name
+
+        t_open = best_time(open_only, repeat=5, min_time=0.2)
+        lazy2 = tracepack.open(fb)
+        t_lookup = best_time(lookup, repeat=5, min_time=0.2)
+        t_verify = best_time(lambda: tracepack.open(fb).verify(), repeat=3, min_time=0.5)
+        lazy2.close()
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(d) verifier: open (header, root, tables) vs full verify",
+                t_open,
+                t_verify,
+                "s",
+                note="open checks O(tables); each access checks what it touches",
+            )
+        )
+        report.add(
+            Figure(
+                "flatbuffers",
+                "(d) verifier: checked node lookup by name vs full verify",
+                t_lookup,
+                t_verify,
+                "s",
+                note="binary search over the side index, every offset bounds-checked",
+            )
+        )
