@@ -58,7 +58,7 @@ def _memory(report: Report) -> None:
     del b
     gc.collect()
 
-    def load_and_render() -> object:
+    def load_and_render() -> tuple[tracepack.Document, list[str | None]]:
         doc = tracepack.loads(blob)
         traces = [n.stack_trace for n in doc.nodes()]
         return doc, traces
@@ -68,12 +68,14 @@ def _memory(report: Report) -> None:
     peak_legacy, legacy = peak_memory(lambda: json.loads(legacy_text))
     report.add(
         Figure(SECTION, f"memory: {n_nodes // 1000}k nodes, {n_stacks} stacks, all traces rendered", peak_tp,
-               peak_legacy, "B", target=0.3, higher_is_better=False, note="tracemalloc peak vs json.loads of per-node strings")
+               peak_legacy, "B", target=0.3, higher_is_better=False,
+               note="tracemalloc peak vs json.loads of per-node strings")
     )  # fmt: skip
-    strings = doc.raw.strings  # type: ignore[attr-defined]
+    strings = doc.raw.strings
+    unique = len(set(strings)) == len(strings)
     report.add(
         Figure(SECTION, "rendered trace objects per distinct stack", distinct_objects, n_stacks, "objs",
-               target=1.0, higher_is_better=False, note=f"{len(strings)} table strings, all distinct: {len(set(strings)) == len(strings)}")
+               target=1.0, higher_is_better=False, note=f"{len(strings)} table strings, all distinct: {unique}")
     )  # fmt: skip
     del legacy
 

@@ -50,7 +50,7 @@ def stacked_model_json(copies: int) -> bytes:
             n["name"] = node["name"] + suffix
             meta = dict(node["metadata"])
             if "nn_module_stack" in meta:
-                meta["nn_module_stack"] = _BLOCK.sub(lambda m: f"blocks{m.group(1)}{k}", meta["nn_module_stack"])
+                meta["nn_module_stack"] = _BLOCK.sub(rf"blocks\g<1>{k}", meta["nn_module_stack"])
             n["metadata"] = meta
             new_nodes.append(n)
         for name, v in values.items():
