@@ -3,7 +3,7 @@
 ``stacked_model_json(copies)`` stacks the sample's transformer blocks the way a
 deeper model of the same code would look: every copy of a node keeps its stack
 trace (same source lines), gets its own name and tensor names, and its module
-path moves to its own layer (``blocks.0`` -> ``blocks.7``), so module stacks
+path moves to its own layers (``blocks.0`` -> ``blocks.14`` in copy 7), so module stacks
 grow with depth while stack traces repeat.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from tracepack.demo import sample_model_json
@@ -19,7 +19,12 @@ from tracepack.traces import FrameKey
 
 __all__ = ["stacked_model_json", "synthetic_stacks"]
 
-_BLOCK = re.compile(r"blocks([._])0")
+_BLOCK = re.compile(r"blocks([._])(\d+)")
+_BLOCKS_IN_SAMPLE = 2
+
+
+def _move_block(match: re.Match[str], layer: int) -> str:
+    return f"blocks{match.group(1)}{layer * _BLOCKS_IN_SAMPLE + int(match.group(2))}"
 
 
 def _rename_args(value: Any, suffix: str) -> Any:
@@ -50,7 +55,7 @@ def stacked_model_json(copies: int) -> bytes:
             n["name"] = node["name"] + suffix
             meta = dict(node["metadata"])
             if "nn_module_stack" in meta:
-                meta["nn_module_stack"] = _BLOCK.sub(rf"blocks\g<1>{k}", meta["nn_module_stack"])
+                meta["nn_module_stack"] = _BLOCK.sub(partial(_move_block, layer=k), meta["nn_module_stack"])
             n["metadata"] = meta
             new_nodes.append(n)
         for name, v in values.items():
