@@ -279,15 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     s = sub.add_parser("schema", help="schema tools: `tracepack schema check OLD NEW` (see its --help)", add_help=False)
-    s.add_argument("rest", nargs=argparse.REMAINDER)
-    s.set_defaults(func=cmd_schema)
+    s.set_defaults(func=cmd_schema, rest=[])
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tracepack`` command; returns the exit code."""
     try:
-        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        args, rest = build_parser().parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        if rest and args.command != "schema":
+            raise UsageError(f"unrecognized arguments: {' '.join(rest)}")
+        args.rest = rest
         return int(args.func(args))
     except TracepackError as exc:
         print(f"tracepack: {exc}", file=sys.stderr)
