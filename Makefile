@@ -10,7 +10,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix lint typecheck bench clean
+.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,10 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 
 bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
 	$(BIN)/python -m benchmarks.run
+
+samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (paths neutralised)
+	$(BIN)/python scripts/torch/export_sample.py
+	$(BIN)/python scripts/torch/export_torchscript_sample.py
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
