@@ -165,7 +165,7 @@ def run(report: Report) -> None:
                 "B",
                 target=1.0,
                 higher_is_better=False,
-                note="resident pages gained by the process (mapped file pages touched count here)",
+                note="pages mapped by touches; the kernel maps whole page-cache folios (up to 2 MB) per touch",
             )
         )
 

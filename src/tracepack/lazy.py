@@ -83,9 +83,16 @@ class _Strings(Sequence[str]):
         return len(self._doc._string_offsets)
 
     def __getitem__(self, i: Any) -> Any:
+        n = len(self)
         if isinstance(i, slice):
-            return [self._doc._string(j, "$.strings") for j in range(*i.indices(len(self)))]
-        return self._doc._string(i, "$.strings")
+            return [self._doc._string(j, f"$.strings[{j}]") for j in range(*i.indices(n))]
+        if not -n <= i < n:
+            raise IndexError(f"string index {i} out of range ({n} strings)")  # the Sequence protocol
+        i %= n
+        return self._doc._string(i, f"$.strings[{i}]")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._doc._string(i, f"$.strings[{i}]") for i in range(len(self)))
 
 
 class LazyDocument:
