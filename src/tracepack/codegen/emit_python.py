@@ -413,7 +413,10 @@ class _Validator:
             else:
                 rc = schema.structs[f.type.name].row_column
                 assert rc is not None
-                out.append(f'        "{name}": len(doc.{name}.{rc.name}),')
+                if f.optional:  # an absent optional table has no rows
+                    out.append(f'        "{name}": 0 if doc.{name} is None else len(doc.{name}.{rc.name}),')
+                else:
+                    out.append(f'        "{name}": len(doc.{name}.{rc.name}),')
         out += [
             "    }",
             "",
@@ -426,7 +429,13 @@ class _Validator:
             out.append('    rt.check_string_table(doc.strings, "$.strings")')
         for f in root.fields:
             if f.type.kind == "struct" and schema.structs[f.type.name].table:
-                self.emit_table(out, schema.structs[f.type.name], f"doc.{f.name}", f'"$.{f.name}"', f.name)
+                if f.optional:
+                    out.append(f"    if doc.{f.name} is not None:")
+                    table: list[str] = []
+                    self.emit_table(table, schema.structs[f.type.name], f"doc.{f.name}", f'"$.{f.name}"', f.name)
+                    out += ["    " + ln for ln in table]
+                else:
+                    self.emit_table(out, schema.structs[f.type.name], f"doc.{f.name}", f'"$.{f.name}"', f.name)
             elif f.type.kind == "list" and f.type.item is not None and f.type.item.kind == "struct":
                 s = schema.structs[f.type.item.name]
                 if s.table:
@@ -498,8 +507,13 @@ def emit_python(schema: Schema) -> dict[str, str]:
 
 
 def emit_package_index(schemas: list[Schema]) -> str:
-    """``tracepack_generated/__init__.py``: the released versions this build can read."""
+    """``tracepack_generated/__init__.py``: the versions with generated code, and which are released.
+
+    A draft (``status = "draft"``) gets generated code too, so tests can exercise it, but only
+    released versions are listed in ``RELEASED``: :mod:`tracepack.versions` writes and reads those.
+    """
     versions = ", ".join(f"({s.major}, {s.minor})" for s in schemas)
+    released = "".join(f"({s.major}, {s.minor})," for s in schemas if s.status == "released")
     sources = ", ".join(s.source for s in schemas)
     return "\n".join(
         [
@@ -509,10 +523,12 @@ def emit_package_index(schemas: list[Schema]) -> str:
             "",
             "from typing import Final",
             "",
-            '__all__ = ["VERSIONS"]',
+            '__all__ = ["RELEASED", "VERSIONS"]',
             "",
-            "#: Every schema version with generated code, oldest first.",
+            "#: Every schema version with generated code (drafts included), oldest first.",
             f"VERSIONS: Final[tuple[tuple[int, int], ...]] = ({versions},)",
+            '#: The released versions (``status = "released"``), oldest first: the ones files may be written with.',
+            f"RELEASED: Final[tuple[tuple[int, int], ...]] = ({released})",
             "",
         ]
     )

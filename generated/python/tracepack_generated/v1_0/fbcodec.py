@@ -365,16 +365,17 @@ _S_DOCUMENT = rt.TableSpec(
 )
 _S_ARGUMENT_BOX = rt.TableSpec("ArgumentBox", "BO", (0, 0), ("value_type", "value"))
 
-#: Columnar tables of the root: field -> (struct, the column whose length is the row count).
-TABLES: Final[dict[str, tuple[str, str]]] = {
-    "files": ("FileTable", "name"),
-    "lines": ("LineTable", "file"),
-    "frames": ("FrameTable", "line"),
-    "stacks": ("StackTable", "parent"),
-    "modules": ("ModuleTable", "parent"),
-    "sources": ("SourceTable", "file"),
-    "ranges": ("RangeTable", "source"),
-    "debug_handles": ("DebugHandleTable", "handle"),
+#: Columnar tables of the root: field -> (struct, the column whose length is the row count,
+#: whether the field is optional: absent, the table has no rows).
+TABLES: Final[dict[str, tuple[str, str, bool]]] = {
+    "files": ("FileTable", "name", False),
+    "lines": ("LineTable", "file", False),
+    "frames": ("FrameTable", "line", False),
+    "stacks": ("StackTable", "parent", False),
+    "modules": ("ModuleTable", "parent", False),
+    "sources": ("SourceTable", "file", False),
+    "ranges": ("RangeTable", "source", False),
+    "debug_handles": ("DebugHandleTable", "handle", False),
 }
 #: Numeric columns of each columnar table: field -> (element struct code, row | sparse | pool).
 COLUMNS: Final[dict[str, dict[str, tuple[str, str]]]] = {
