@@ -211,13 +211,14 @@ class LazyDocument:
         # Columnar tables: every column a zero-copy typed view, lengths checked once here.
         self._cols: dict[str, dict[str, memoryview]] = {}
         targets = {ref for ref, _, _ in fb.REFS.values()}
-        for name, (struct_name, row_column) in fb.TABLES.items():
+        for name, (struct_name, row_column, optional) in fb.TABLES.items():
             spec = specs[struct_name]
+            at = doc[dslot[name]]
             try:
-                v = r.fields(rt.need(doc[dslot[name]]), spec)
+                v = None if optional and not at else r.fields(rt.need(at), spec)
                 cols: dict[str, memoryview] = {}
                 for col, (code, _role) in fb.COLUMNS[struct_name].items():
-                    pos = v[spec.slots[col]]
+                    pos = v[spec.slots[col]] if v is not None else 0
                     cols[col] = self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
             except rt.Bad as exc:
                 raise rt.bad(exc, f".{name}") from None
@@ -231,7 +232,7 @@ class LazyDocument:
                         where=f"$.{name}.{col}",
                         expected=f"{rows} entries" + (" or none" if role == "sparse" else ""),
                     )
-            if name in targets and rows < 1:
+            if name in targets and rows < 1 and v is not None:  # an absent optional table: nothing may refer to it
                 raise IntegrityError(
                     "table has no rows", source=self.path, where=f"$.{name}", expected="row 0, the reserved empty entry"
                 )

@@ -28,7 +28,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from operator import add, itemgetter, sub
+from operator import add, sub
 from typing import Any, Final
 
 __all__ = [
@@ -115,9 +115,9 @@ def need(pos: int) -> int:
 
 
 class _Shape:
-    """How a table with a given set of present slots is written."""
+    """How a table with a given set of present slots is written: one compiled function."""
 
-    __slots__ = ("align", "get", "offs", "pack_into", "size", "vtable")
+    __slots__ = ("size", "vtable", "write")
 
     def __init__(self, kinds: str, mask: int) -> None:
         present = [i for i in range(len(kinds)) if mask >> i & 1]
@@ -136,29 +136,41 @@ class _Shape:
             k += size
             align = max(align, size)
         self.size = k
-        self.align = align
-        self.pack_into = struct.Struct(fmt).pack_into
-        self.get = _getter([i for i, _ in placed])
-        self.offs = tuple((j, k) for j, (i, k) in enumerate(placed) if kinds[i] == "O")
         entries = [0] * (max(present) + 1 if present else 0)
         for i, at in placed:
             entries[i] = at
-        self.vtable = struct.pack(f"<HH{len(entries)}H", 4 + 2 * len(entries), k, *entries)
-
-
-def _getter(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
-    if len(indices) == 1:
-        one = indices[0]
-        return lambda v: (v[one],)
-    if not indices:
-        return lambda v: ()
-    return itemgetter(*indices)
+        self.vtable = vt = struct.pack(f"<HH{len(entries)}H", 4 + 2 * len(entries), k, *entries)
+        # Straight-line code for this shape: no loops, no lookups but the vtable cache.
+        args = "".join(f", at - {at} - values[{i}]" if kinds[i] == "O" else f", values[{i}]" for i, at in placed)
+        src = f"""def write(w, values):
+    head = w.head
+    size = len(w.buf) - head
+    pad = -(size + {k}) % {align}
+    at = size + pad + {k}
+    if head < pad + {k + len(vt)}:
+        w._grow(pad + {k + len(vt)})
+        head = w.head
+    head -= pad + {k}
+    old = w.vtables.get(VT)
+    if old is None:
+        pack(w.buf, head, {len(vt)}{args})
+        head -= {len(vt)}
+        w.buf[head : head + {len(vt)}] = VT
+        w.vtables[VT] = at + {len(vt)}
+    else:
+        pack(w.buf, head, old - at{args})
+    w.head = head
+    return at
+"""
+        scope: dict[str, Any] = {"VT": vt, "pack": struct.Struct(fmt).pack_into}
+        exec(compile(src, f"<tracepack table shape {mask:#x}>", "exec"), scope)
+        self.write: Callable[[Writer, tuple[Any, ...]], int] = scope["write"]
 
 
 class Layout:
     """How a table with a given vtable is read: all inline fields with one ``unpack_from``."""
 
-    __slots__ = ("defaults", "get", "offs", "parts", "size", "spec", "unpack")
+    __slots__ = ("parts", "read", "size", "spec")
 
     def __init__(self, spec: TableSpec, vtable: bytes) -> None:
         size = _U16x2.unpack_from(vtable, 0)[1]
@@ -176,7 +188,6 @@ class Layout:
         fields.sort()
         self.size = size
         self.spec = spec
-        self.defaults = spec.defaults
         # One struct over every present field, in offset order, when they do not overlap.
         fmt = "<"
         pos = 0
@@ -191,14 +202,24 @@ class Layout:
         self.parts: tuple[tuple[int, struct.Struct], ...] = tuple(
             (at, struct.Struct("<" + _STRUCT_CODE[spec.kinds[slot]])) for at, slot in fields
         )
-        self.unpack: Callable[[Any, int], tuple[Any, ...]] = (
-            struct.Struct(fmt).unpack_from if fmt else self._overlapping
-        )
-        # Slot j's value: raw[position of slot j among present fields], or the default.
+        unpack: Callable[[Any, int], tuple[Any, ...]] = struct.Struct(fmt).unpack_from if fmt else self._overlapping
+        # Straight-line code for this vtable: one unpack, one list of every slot in slot order
+        # (offsets made absolute, absent slots at their defaults).
         where = {slot: j for j, (_, slot) in enumerate(fields)}
-        width = len(fields)
-        self.get = _getter([where.get(slot, width + slot) for slot in range(len(spec.kinds))])
-        self.offs = tuple((slot, at) for at, slot in fields if spec.kinds[slot] == "O")
+        at_of = {slot: at for at, slot in fields}
+        items = []
+        for slot, kind in enumerate(spec.kinds):
+            if slot not in where:
+                items.append(f"D[{slot}]")
+            elif kind == "O":
+                items.append(f"pos + {at_of[slot]} + v{where[slot]}")
+            else:
+                items.append(f"v{where[slot]}")
+        head = f"    {''.join(f'v{j}, ' for j in range(len(fields)))}= unpack(buf, pos)\n" if fields else ""
+        src = f"def read(buf, pos):\n{head}    return [{', '.join(items)}]\n"
+        scope: dict[str, Any] = {"D": spec.defaults, "unpack": unpack}
+        exec(compile(src, f"<tracepack {spec.name} layout>", "exec"), scope)
+        self.read: Callable[[Any, int], list[Any]] = scope["read"]
 
     def _overlapping(self, buf: Any, pos: int) -> tuple[Any, ...]:
         return tuple(s.unpack_from(buf, pos + at)[0] for at, s in self.parts)
@@ -278,32 +299,7 @@ class Writer:
 
     def table(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
         """Write a table; ``values`` has one entry per slot, objects as their offsets from the end."""
-        sh = spec.shapes.get(mask) or spec.shape(mask)
-        head = self.head
-        size = len(self.buf) - head
-        pad = -(size + sh.size) % sh.align
-        at = size + pad + sh.size
-        vals = sh.get(values)
-        if sh.offs:
-            lst = list(vals)
-            for j, k in sh.offs:
-                lst[j] = at - k - lst[j]
-            vals = tuple(lst)
-        vtable = sh.vtable
-        if head < pad + sh.size + len(vtable):
-            self._grow(pad + sh.size + len(vtable))
-            head = self.head
-        head -= pad + sh.size  # padding stays zero: the buffer starts zeroed
-        vt = self.vtables.get(vtable)
-        if vt is None:
-            sh.pack_into(self.buf, head, len(vtable), *vals)
-            head -= len(vtable)
-            self.buf[head : head + len(vtable)] = vtable
-            self.vtables[vtable] = at + len(vtable)
-        else:
-            sh.pack_into(self.buf, head, vt - at, *vals)
-        self.head = head
-        return at
+        return (spec.shapes.get(mask) or spec.shape(mask)).write(self, values)
 
     def leaf(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
         """A table of integer slots only: written once per distinct content, then shared."""
@@ -313,39 +309,42 @@ class Writer:
             at = self.leaves[key] = self.table(spec, mask, values)
         return at
 
-    def _vector(self, data: bytes | bytearray, count: int, elem: int) -> int:
+    def _vector(self, data: Any, nbytes: int, count: int, align: int) -> int:
+        """Write ``[count][data]`` with ``data`` (any bytes-like of ``nbytes``) aligned to ``align`` (>= 4)."""
         head = self.head
         size = len(self.buf) - head
-        pad = -(size + len(data)) % max(elem, 4)
-        total = pad + len(data) + 4
+        pad = -(size + nbytes) % align
+        total = pad + nbytes + 4
         if head < total:
             self._grow(total)
             head = self.head
-        head -= pad + len(data)
-        self.buf[head : head + len(data)] = data
+        head -= pad + nbytes
+        self.buf[head : head + nbytes] = data
         head -= 4
         _U32.pack_into(self.buf, head, count)
         self.head = head
         return size + total
 
     def scalars(self, kind: str, values: Sequence[Any]) -> int:
-        """A vector of numbers (``kind`` a struct code)."""
+        """A vector of numbers (``kind`` a struct code), copied in one C call."""
+        n = len(values)
         if kind == "?":
-            return self._vector(bytes(map(bool, values)), len(values), 1)
+            return self._vector(bytes(map(bool, values)), n, n, 4)
+        size = SIZES[kind]
         if _ARRAY_OK:
             a = array(_ARRAY_CODE[kind], values)
             if not LITTLE:
                 a.byteswap()
-            return self._vector(a.tobytes(), len(values), SIZES[kind])
-        data = struct.pack(f"<{len(values)}{kind}", *values)  # pragma: no cover
-        return self._vector(data, len(values), SIZES[kind])  # pragma: no cover
+            return self._vector(a, n * size, n, 8 if size == 8 else 4)
+        data = struct.pack(f"<{n}{kind}", *values)  # pragma: no cover
+        return self._vector(data, n * size, n, 8 if size == 8 else 4)  # pragma: no cover
 
     def bytes_(self, value: bytes) -> int:
-        return self._vector(bytes(value), len(value), 1)
+        return self._vector(value, len(value), len(value), 4)
 
     def string(self, value: str) -> int:
-        b = value.encode("utf-8")
-        return self._vector(b + b"\0", len(b), 4)
+        b = value.encode("utf-8") + b"\0"
+        return self._vector(b, len(b), len(b) - 1, 4)
 
     def strings(self, values: Sequence[str]) -> int:
         """A vector of strings (each string written once, in order)."""
@@ -383,8 +382,8 @@ class Writer:
             a = array("I", rel)
             if not LITTLE:
                 a.byteswap()
-            return self._vector(a.tobytes(), n, 4)
-        return self._vector(struct.pack(f"<{n}I", *rel), n, 4)  # pragma: no cover
+            return self._vector(a, 4 * n, n, 4)
+        return self._vector(struct.pack(f"<{n}I", *rel), 4 * n, n, 4)  # pragma: no cover
 
     def finish(self, root: int, identifier: bytes) -> bytes:
         """The finished buffer: root offset, file identifier, everything written (8-byte aligned)."""
@@ -452,10 +451,7 @@ class Reader:
             lay = self.layouts[key] = self._layout(spec, key // 4096, pos)
         if pos + lay.size > n:
             raise Bad(f"{spec.name} table at byte {pos} ({lay.size} bytes) overruns the buffer ({n} bytes)")
-        vals = list(lay.get(lay.unpack(mv, pos) + lay.defaults))
-        for slot, at in lay.offs:
-            vals[slot] += pos + at
-        return vals
+        return lay.read(mv, pos)
 
     def _layout(self, spec: TableSpec, vt: int, pos: int) -> Layout:
         n = self.n

@@ -328,7 +328,7 @@ class _Emitter:
             s = schema.structs[f.type.name]
             row = s.row_column
             assert row is not None
-            tables.append(f"    {f.name!r}: ({s.name!r}, {row.name!r}),")
+            tables.append(f"    {f.name!r}: ({s.name!r}, {row.name!r}, {f.optional}),")
         for s in schema.structs.values():
             if not s.table:
                 continue
@@ -346,8 +346,9 @@ class _Emitter:
         ]
         return [
             "",
-            "#: Columnar tables of the root: field -> (struct, the column whose length is the row count).",
-            "TABLES: Final[dict[str, tuple[str, str]]] = {",
+            "#: Columnar tables of the root: field -> (struct, the column whose length is the row count,",
+            "#: whether the field is optional: absent, the table has no rows).",
+            "TABLES: Final[dict[str, tuple[str, str, bool]]] = {",
             *tables,
             "}",
             "#: Numeric columns of each columnar table: field -> (element struct code, row | sparse | pool).",
