@@ -1,0 +1,333 @@
+"""``tracepack pack`` / ``unpack``: a ``.pt2`` whose per-node debug strings live in a tracepack member.
+
+``torch.export.save`` writes every node's ``stack_trace``, ``nn_module_stack``,
+``source_fn_stack``, ``torch_fn``, ``custom`` and ``from_node`` strings into
+``<top>/models/<name>.json``, one full copy per node. :func:`pack_pt2` moves
+the node metadata (of every graph, nested ``torch.cond``/``map`` graphs too)
+into ``<top>/tracepack/<name>.tpk``, a tracepack document where traces and
+module stacks are interned, and leaves the program with ``"metadata": {}``
+(or only the keys asked to stay). The rest of the archive is kept member for
+member, 64-byte aligned as torch writes it:
+
+* ``torch.export.load`` still loads the packed archive: torch only reads
+  ``models/``, ``data/`` and ``extra/`` (whose members must be UTF-8 text, so
+  the binary member sits in its own folder); the program just has no debug
+  metadata;
+* :func:`unpack_pt2` merges the metadata back and writes the original
+  ``model.json`` byte for byte (``pack`` checks this before writing anything);
+* :func:`tracepack.torch.load` loads a packed archive with its metadata back.
+
+The tracepack member's nodes are named after the program's nodes (a nested
+graph's nodes as ``<node>/<graph>/<name>``), so ``tracepack trace`` works on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracepack.convert._zip import Archive, Member, open_archive, write_archive
+from tracepack.document import Document
+from tracepack.errors import InputError, LegacyFormatError, UsageError
+
+__all__ = [
+    "LAYOUT_EXTENSION",
+    "MEMBER_DIR",
+    "cmd_pack",
+    "cmd_unpack",
+    "is_packed",
+    "pack_pt2",
+    "read_program",
+    "replace_program",
+    "unpack_pt2",
+]
+
+#: Folder (below the archive's top folder) of the tracepack members: one ``<model>.tpk`` per program.
+MEMBER_DIR = "tracepack/"
+LAYOUT_EXTENSION = "tracepack.pt2/layout"
+_MODEL = re.compile(r"models/([^/]+)\.json")
+MAX_PROGRAM_BYTES = 4 << 30
+
+
+def _programs(archive: Archive) -> list[tuple[str, str]]:
+    """``(member name, model name)`` of every program in the archive, in archive order."""
+    out = []
+    for name in archive.names():
+        match = _MODEL.fullmatch(archive.relative(name))
+        if match is not None and archive.top is not None:
+            out.append((name, match.group(1)))
+    return out
+
+
+def _tpk_name(archive: Archive, model: str) -> str:
+    return f"{archive.top}/{MEMBER_DIR}{model}.tpk"
+
+
+def is_packed(archive: Archive) -> bool:
+    """Whether ``archive`` holds a tracepack member written by :func:`pack_pt2`."""
+    names = set(archive.names())
+    return any(_tpk_name(archive, model) in names for _, model in _programs(archive))
+
+
+def _check_pt2(archive: Archive) -> list[tuple[str, str]]:
+    programs = _programs(archive)
+    if not programs:
+        raise LegacyFormatError(
+            "no program in the archive",
+            source=archive.source,
+            expected="a torch.export .pt2 with <name>/models/<model>.json",
+        )
+    return programs
+
+
+# -- node metadata, in every graph --------------------------------------------------------
+
+
+def _nested_graphs(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Graphs inside a node's inputs (``as_graph`` arguments of torch.cond, map, ...)."""
+    if type(value) is dict:
+        graph = value.get("graph")
+        if type(graph) is dict and type(graph.get("nodes")) is list:
+            name = value.get("name")
+            yield f"{path}/{name if type(name) is str else 'graph'}", graph
+            return
+        for v in value.values():
+            yield from _nested_graphs(v, path)
+    elif type(value) is list:
+        for v in value:
+            yield from _nested_graphs(v, path)
+
+
+def _walk(graph: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every node of ``graph`` and of the graphs nested in it: ``(qualified name, node)``, depth first."""
+    nodes = graph.get("nodes")
+    if type(nodes) is not list:
+        return
+    for i, node in enumerate(nodes):
+        if type(node) is not dict:
+            continue
+        name = node.get("name")
+        qualified = f"{prefix}{name if type(name) is str else f'#{i}'}"
+        yield qualified, node
+        for sub_path, sub in _nested_graphs(node.get("inputs"), qualified):
+            yield from _walk(sub, sub_path + "/")
+
+
+def _main_graph(program: Any, source: str) -> dict[str, Any]:
+    try:
+        graph = program["graph_module"]["graph"]
+        if type(graph) is not dict:
+            raise TypeError
+        return graph
+    except (KeyError, TypeError):
+        raise LegacyFormatError(
+            "no graph_module.graph", source=source, where="$.graph_module.graph", expected="a torch.export program"
+        ) from None
+
+
+def _dumps(value: Any) -> bytes:
+    """torch's encoding of model.json (``json.dumps`` defaults, ASCII)."""
+    return json.dumps(value).encode("ascii")
+
+
+def pack_program(model_json: bytes, *, source: str, keep: Sequence[str] = ()) -> tuple[bytes, bytes]:
+    """Split a model.json into the program without node metadata and a ``.tpk`` holding it.
+
+    Raises :class:`~tracepack.errors.LegacyFormatError` if the file is not in torch's own
+    JSON encoding (then the split could not give it back byte for byte).
+    """
+    import tracepack
+    from tracepack.builder import DocumentBuilder
+    from tracepack.convert.export_json import _loads
+
+    program = _loads(model_json, source)
+    if type(program) is not dict:
+        raise LegacyFormatError("top level is not an object", source=source, where="$")
+    graph = _main_graph(program, source)
+    if _dumps(program) != model_json:
+        raise LegacyFormatError(
+            "not in torch's JSON encoding (json.dumps defaults), so it would not come back byte for byte",
+            source=source,
+        )
+    b = DocumentBuilder(producer="tracepack pack")
+    b.add_metadata("torch.export/model.json bytes", str(len(model_json)))
+    orders: dict[str, list[str]] = {}
+    kept_keys = set(keep)
+    used: set[str] = set()
+    for index, (name, node) in enumerate(_walk(graph)):
+        meta = node.get("metadata")
+        moved: dict[str, str] = {}
+        if type(meta) is dict:
+            moved = {k: v for k, v in meta.items() if type(v) is str and k not in kept_keys}
+            rest = {k: v for k, v in meta.items() if k not in moved}
+            if moved and rest and list({**moved, **rest}) != list(meta):
+                orders[str(index)] = list(meta)
+            node["metadata"] = rest
+        unique = name if name not in used else f"{name}#{index}"
+        used.add(unique)
+        target = node.get("target")
+        b.add_node(unique, target if type(target) is str else "", meta=moved)
+    b.add_extension(LAYOUT_EXTENSION, {"orders": orders} if orders else {})
+    doc = b.build()
+    stripped = _dumps(program)
+    if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
+        raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
+    return stripped, tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19)
+
+
+def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
+    """The original model.json: ``stripped`` with every node's metadata from ``doc`` put back."""
+    from tracepack.convert.export_json import _loads
+
+    program = _loads(stripped, source)
+    graph = _main_graph(program, source)
+    orders: dict[str, list[str]] = {}
+    for e in doc.raw.extensions:
+        if e.name == LAYOUT_EXTENSION:
+            orders = json.loads(e.json).get("orders", {})
+    count = 0
+    for index, (_, node) in enumerate(_walk(graph)):
+        if index >= len(doc):
+            count = index + 1
+            break
+        moved = doc.node(index).meta
+        kept = node.get("metadata")
+        if type(kept) is not dict:
+            if moved:
+                raise LegacyFormatError("a node's metadata is not an object", source=source, where=f"node {index}")
+            continue
+        order = orders.get(str(index))
+        if order is None:
+            node["metadata"] = {**moved, **kept}
+        else:
+            node["metadata"] = {k: moved[k] if k in moved else kept[k] for k in order}
+        count = index + 1
+    if count != len(doc):
+        raise LegacyFormatError(
+            f"the program has {count} nodes, its tracepack member {len(doc)}",
+            source=source,
+            expected="the program the member was packed with",
+        )
+    return _dumps(program)
+
+
+# -- archives ----------------------------------------------------------------------------------
+
+
+def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = ()) -> bytes:
+    """A packed copy of the ``.pt2`` archive ``data`` (see the module docstring)."""
+    with open_archive(data, source=source) as archive:
+        programs = _check_pt2(archive)
+        if is_packed(archive):
+            raise UsageError("the archive is already packed", where=source)
+        replace: dict[str, bytes] = {}
+        extra: dict[str, tuple[str, bytes]] = {}
+        for member, model in programs:
+            stripped, tpk = pack_program(
+                archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{source}:{member}", keep=keep
+            )
+            replace[member] = stripped
+            extra[member] = (_tpk_name(archive, model), tpk)
+        out: list[tuple[Member | str, bytes]] = []
+        for m in archive.members:
+            out.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
+            if m.name in extra:
+                out.append(extra[m.name])
+        return write_archive(out)
+
+
+def _merged_programs(archive: Archive) -> dict[str, bytes]:
+    """Program member name -> the original model.json, for every packed program."""
+    import tracepack
+
+    names = set(archive.names())
+    out = {}
+    for member, model in _check_pt2(archive):
+        tpk = _tpk_name(archive, model)
+        if tpk not in names:
+            continue
+        label = f"{archive.source}:{tpk}"
+        doc = tracepack.loads(archive.read(tpk, limit=MAX_PROGRAM_BYTES), source=label)
+        out[member] = merge_program(
+            archive.read(member, limit=MAX_PROGRAM_BYTES), doc, source=f"{archive.source}:{member}"
+        )
+    return out
+
+
+def unpack_pt2(data: bytes, *, source: str) -> bytes:
+    """The archive ``pack_pt2`` was given back: every program's metadata merged, members removed."""
+    with open_archive(data, source=source) as archive:
+        if not is_packed(archive):
+            _check_pt2(archive)
+            raise UsageError("the archive is not packed (no tracepack member)", where=source)
+        merged = _merged_programs(archive)
+        drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
+        out: list[tuple[Member | str, bytes]] = [
+            (m, merged[m.name] if m.name in merged else archive.read(m.name))
+            for m in archive.members
+            if m.name not in drop
+        ]
+        return write_archive(out)
+
+
+def read_program(archive: Archive) -> tuple[str, bytes]:
+    """The archive's program (``model``, else the first) as the original model.json bytes."""
+    programs = _check_pt2(archive)
+    member = next((name for name, model in programs if model == "model"), programs[0][0])
+    if is_packed(archive):
+        merged = _merged_programs(archive)
+        if member in merged:
+            return member, merged[member]
+    return member, archive.read(member, limit=MAX_PROGRAM_BYTES)
+
+
+def replace_program(archive: Archive, model_json: bytes) -> bytes:
+    """The archive with its program (as :func:`read_program` picks it) replaced, unpacked."""
+    member, _ = read_program(archive)
+    merged = _merged_programs(archive) if is_packed(archive) else {}
+    drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
+    out: list[tuple[Member | str, bytes]] = []
+    for m in archive.members:
+        if m.name in drop:
+            continue
+        if m.name == member:
+            out.append((m, model_json))
+        else:
+            out.append((m, merged.get(m.name) or archive.read(m.name)))
+    return write_archive(out)
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...]``."""
+    from tracepack.container import atomic_write
+
+    data = _read(args.src)
+    out = pack_pt2(data, source=args.src, keep=args.keep or ())
+    atomic_write(args.dst, out)
+    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
+    return 0
+
+
+def cmd_unpack(args: argparse.Namespace) -> int:
+    """``tracepack unpack IN.pt2 OUT.pt2``."""
+    from tracepack.container import atomic_write
+
+    data = _read(args.src)
+    out = unpack_pt2(data, source=args.src)
+    atomic_write(args.dst, out)
+    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
+    return 0

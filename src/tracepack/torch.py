@@ -1,0 +1,143 @@
+"""The torch bridge (``pip install tracepack[torch]``): ExportedPrograms <-> tracepack documents.
+
+Nothing else in tracepack imports torch; this module does, when it is imported.
+
+>>> import torch, tracepack.torch
+>>> ep = torch.export.export(model, (x,))
+>>> doc = tracepack.torch.to_document(ep)           # typed, interned, ready for tracepack.dump
+>>> ep2 = tracepack.torch.from_document(doc, like=ep)  # the graph and node metadata back
+>>> ep3 = tracepack.torch.load("packed.pt2")         # a `tracepack pack`ed .pt2, metadata restored
+
+The route is torch's own serializer: :func:`to_document` serializes the
+program with ``torch._export.serde`` (without the weights, which a document
+does not hold) and imports the resulting ``model.json`` bytes, which
+:func:`from_document` writes back byte for byte before torch deserializes them.
+So every detail torch serializes survives, node metadata (``stack_trace``,
+``nn_module_stack``, ``source_fn_stack``, ``torch_fn``, ``custom``,
+``from_node``) included.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from tracepack.convert import export_json
+from tracepack.document import Document
+from tracepack.errors import InputError, UsageError
+
+# Imported by name so that type checking tracepack never needs torch installed.
+torch: Any = importlib.import_module("torch")
+
+#: ``torch.export.ExportedProgram`` (typed loosely: tracepack type-checks without torch).
+ExportedProgram: TypeAlias = Any
+
+__all__ = ["from_document", "from_model_json", "load", "model_json", "to_document"]
+
+
+def _serde() -> Any:
+    """``torch._export.serde.serialize``: torch's own program serializer."""
+    return importlib.import_module("torch._export.serde.serialize")
+
+
+def model_json(ep: ExportedProgram) -> bytes:
+    """The ``model.json`` bytes ``torch.export.save`` would write for ``ep`` (weights left out)."""
+    serde = _serde()
+    serialized = serde.ExportedProgramSerializer().serialize(
+        ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False
+    )
+    return bytes(serde._to_json_bytes(serialized.exported_program))
+
+
+def to_document(ep: ExportedProgram) -> Document:
+    """An ExportedProgram as a tracepack Document (graph, tensor values, interned debug info)."""
+    return export_json.import_model_json(model_json(ep), source="<ExportedProgram>")
+
+
+def _placeholder_weights(program: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Zero tensors shaped like the program's parameters, buffers and tensor constants."""
+    dtypes = _serde()._SERIALIZE_TO_TORCH_DTYPE
+    scalar_type = importlib.import_module("torch._export.serde.schema").ScalarType
+    graph = program["graph_module"]["graph"]
+    values = graph.get("tensor_values", {})
+    state: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    for spec in program["graph_module"]["signature"]["input_specs"]:
+        ((kind, body),) = spec.items()
+        if kind == "parameter":
+            where, name = state, body["parameter_name"]
+        elif kind == "buffer":
+            where, name = state, body["buffer_name"]
+        elif kind == "tensor_constant":
+            where, name = constants, body["tensor_constant_name"]
+        else:
+            continue
+        meta = values.get(body["arg"]["name"])
+        if meta is None:
+            raise UsageError(f"no tensor metadata for {name!r}: pass the weights (like=, state_dict=)")
+        sizes = [s["as_int"] for s in meta["sizes"]]
+        tensor = torch.zeros(sizes, dtype=dtypes[scalar_type(meta["dtype"])])
+        where[name] = torch.nn.Parameter(tensor, requires_grad=meta["requires_grad"]) if kind == "parameter" else tensor
+    return state, constants
+
+
+def from_model_json(
+    data: bytes,
+    *,
+    state_dict: dict[str, Any] | None = None,
+    constants: dict[str, Any] | None = None,
+    example_inputs: Any = None,
+) -> ExportedProgram:
+    """Deserialize ``model.json`` bytes with torch (weights as zeros unless given)."""
+    serde = _serde()
+    program = json.loads(data)
+    if state_dict is None or constants is None:
+        zeros, zero_constants = _placeholder_weights(program)
+        state_dict = zeros if state_dict is None else state_dict
+        constants = zero_constants if constants is None else constants
+    serialized = serde._dict_to_dataclass(serde.ExportedProgram, program)
+    return serde.ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, example_inputs)
+
+
+def from_document(
+    doc: Document,
+    *,
+    like: ExportedProgram | None = None,
+    state_dict: dict[str, Any] | None = None,
+    constants: dict[str, Any] | None = None,
+    example_inputs: Any = None,
+) -> ExportedProgram:
+    """The ExportedProgram a document was made from.
+
+    A document holds no weights: take them from ``like`` (the program's own, or one
+    with the same parameters), or pass ``state_dict``/``constants``; without either,
+    parameters, buffers and constants are zeros of the right shape and dtype.
+    """
+    if like is not None:
+        state_dict = dict(like.state_dict) if state_dict is None else state_dict
+        constants = dict(like.constants) if constants is None else constants
+        example_inputs = like.example_inputs if example_inputs is None else example_inputs
+    return from_model_json(
+        export_json.export_model_json(doc), state_dict=state_dict, constants=constants, example_inputs=example_inputs
+    )
+
+
+def load(path: str | os.PathLike[str], **kwargs: Any) -> ExportedProgram:
+    """``torch.export.load`` that also reads ``tracepack pack``ed archives with their metadata back."""
+    from tracepack.convert import pt2
+    from tracepack.convert._zip import open_archive
+
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    with open_archive(data, source=name) as archive:
+        packed = pt2.is_packed(archive)
+    if packed:
+        data = pt2.unpack_pt2(data, source=name)
+    return torch.export.load(io.BytesIO(data), **kwargs)
