@@ -123,25 +123,7 @@ def _emit_model(schema: Schema) -> str:
         for v in e.values:
             out += [f"    {v.name.upper()} = {v.value}", *_doc(v.doc + (" (deprecated)" if v.deprecated else ""))]
         out.append("")
-    for s in schema.structs.values():
-        opts = "array_like=True, omit_defaults=True, gc=False"
-        if s.variant_of is not None:
-            opts += f", tag={s.variant_of[2]}"
-        out += ["", f"class {s.name}(msgspec.Struct, {opts}):", *_doc(s.doc)]
-        if s.fields:
-            out.append("")
-        for f in s.fields:
-            out += _comment_doc(_field_doc(f))
-            ann = _py_type(f.type, json=False)
-            if f.optional:
-                ann = f"{ann} | None"
-            line = f"    {f.name}: {ann}"
-            if not f.required:
-                line += f" = {_py_default(f, schema, json=False)}"
-            out.append(line)
-        out.append("")
-    for u in schema.unions.values():
-        out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = {' | '.join(v.type for v in u.variants)}", ""]
+    out += _structs_and_unions(schema, json=False)
     return "\n".join(out) + "\n"
 
 
@@ -186,26 +168,33 @@ def _emit_json_model(schema: Schema) -> str:
     ]
     for e in schema.enums.values():
         out += [*_comment_doc(e.doc, indent=""), f"{e.name} = Literal[{', '.join(repr(v.name) for v in e.values)}]", ""]
+    out += _structs_and_unions(schema, json=True)
+    return "\n".join(out) + "\n"
+
+
+def _structs_and_unions(schema: Schema, *, json: bool) -> list[str]:
+    """Struct classes and union aliases: positional for the model, keyed for its JSON form."""
+    out: list[str] = []
     for s in schema.structs.values():
-        opts = "omit_defaults=True, gc=False"
+        opts = "omit_defaults=True, gc=False" if json else "array_like=True, omit_defaults=True, gc=False"
         if s.variant_of is not None:
-            opts += f', tag_field="kind", tag={s.variant_of[1]!r}'
+            opts += f', tag_field="kind", tag={s.variant_of[1]!r}' if json else f", tag={s.variant_of[2]}"
         out += ["", f"class {s.name}(msgspec.Struct, {opts}):", *_doc(s.doc)]
         if s.fields:
             out.append("")
         for f in s.fields:
             out += _comment_doc(_field_doc(f))
-            ann = _py_type(f.type, json=True)
+            ann = _py_type(f.type, json=json)
             if f.optional:
                 ann = f"{ann} | None"
             line = f"    {f.name}: {ann}"
             if not f.required:
-                line += f" = {_py_default(f, schema, json=True)}"
+                line += f" = {_py_default(f, schema, json=json)}"
             out.append(line)
         out.append("")
     for u in schema.unions.values():
         out += ["", *_comment_doc(u.doc, indent=""), f"{u.name} = {' | '.join(v.type for v in u.variants)}", ""]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _snake(name: str) -> str:
