@@ -27,6 +27,7 @@ from tests.strategies import documents
 from tracepack import container
 from tracepack.codecs import flatbuffers as fbc
 from tracepack.errors import TracepackError
+from tracepack.versions import CURRENT
 
 SAMPLE = Path(tracepack.__file__).parent / "data" / "sample" / "model.json"
 _SPECIAL_U32 = [0, 1, 3, 4, 8, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFC]
@@ -38,7 +39,7 @@ _SPECIAL_U16 = [0, 1, 2, 3, 4, 5, 0xFFFE, 0xFFFF]
 def _sample_payload() -> bytes:
     from tracepack.convert.export_json import import_model_json
 
-    return fbc.encode(import_model_json(SAMPLE.read_bytes()).raw, (1, 0))
+    return fbc.encode(import_model_json(SAMPLE.read_bytes()).raw, CURRENT)
 
 
 @contextmanager
@@ -114,7 +115,7 @@ def _read_everything(data: bytes, path: Path) -> None:
 
 
 def _wrap(payload: bytes) -> bytes:
-    return container.pack(payload, schema_version=(1, 0), codec="flatbuffers")
+    return container.pack(payload, schema_version=CURRENT, codec="flatbuffers")
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -130,7 +131,7 @@ def test_damaged_sample_payloads_raise_only_tracepack_errors(data: st.DataObject
 def test_damaged_generated_payloads_raise_only_tracepack_errors(
     doc: tracepack.Document, data: st.DataObject, tmp_path: Path
 ) -> None:
-    payload = data.draw(damaged(fbc.encode(doc.raw, (1, 0))))
+    payload = data.draw(damaged(fbc.encode(doc.raw, CURRENT)))
     with _watchdog(20):
         _read_everything(_wrap(payload), tmp_path / "fuzz.tpk")
 

@@ -172,7 +172,7 @@ class Layout:
 
     __slots__ = ("parts", "read", "size", "spec")
 
-    def __init__(self, spec: TableSpec, vtable: bytes) -> None:
+    def __init__(self, spec: TableSpec, vtable: bytes, *, compiled: bool = True) -> None:
         size = _U16x2.unpack_from(vtable, 0)[1]
         n = (len(vtable) - 4) // 2
         entries = struct.unpack_from(f"<{n}H", vtable, 4)
@@ -215,11 +215,25 @@ class Layout:
                 items.append(f"pos + {at_of[slot]} + v{where[slot]}")
             else:
                 items.append(f"v{where[slot]}")
+        self.read: Callable[[Any, int], list[Any]]
+        if not compiled:  # the same, interpreted: for vtables past the few a legitimate buffer has
+            defaults = spec.defaults
+            plan = [(slot, j, at_of[slot] if spec.kinds[slot] == "O" else None) for slot, j in where.items()]
+
+            def read(buf: Any, pos: int) -> list[Any]:
+                raw = unpack(buf, pos)
+                out = list(defaults)
+                for slot, j, at in plan:
+                    out[slot] = raw[j] if at is None else pos + at + raw[j]
+                return out
+
+            self.read = read
+            return
         head = f"    {''.join(f'v{j}, ' for j in range(len(fields)))}= unpack(buf, pos)\n" if fields else ""
         src = f"def read(buf, pos):\n{head}    return [{', '.join(items)}]\n"
         scope: dict[str, Any] = {"D": spec.defaults, "unpack": unpack}
         exec(compile(src, f"<tracepack {spec.name} layout>", "exec"), scope)
-        self.read: Callable[[Any, int], list[Any]] = scope["read"]
+        self.read = scope["read"]
 
     def _overlapping(self, buf: Any, pos: int) -> tuple[Any, ...]:
         return tuple(s.unpack_from(buf, pos + at)[0] for at, s in self.parts)
@@ -254,9 +268,11 @@ class TableSpec:
     def layout(self, vtable: bytes) -> Layout:
         lay = self._layouts.get(vtable)
         if lay is None:
-            lay = Layout(self, vtable)
-            if len(self._layouts) < 1024:  # a hostile buffer may hold many distinct vtables
-                self._layouts[vtable] = lay
+            # A legitimate buffer has a few vtables per table type; a hostile one may have one per
+            # table: past 64, layouts are interpreted (no compile) and not kept.
+            if len(self._layouts) >= 64:
+                return Layout(self, vtable, compiled=False)
+            lay = self._layouts[vtable] = Layout(self, vtable)
         return lay
 
     def __repr__(self) -> str:
