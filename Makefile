@@ -32,7 +32,7 @@ venv-torch: $(TORCH_STAMP) ## Also install torch 2.13.0 (CPU) for the torch brid
 demo: $(STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
 	$(BIN)/tracepack demo
 
-test: $(STAMP) ## Run the whole test suite (thorough hypothesis profile on CI)
+test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profile on CI)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile

@@ -274,6 +274,25 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     e.set_defaults(func=cmd_expand)
 
+    def _pt2_command(name: str) -> Callable[[argparse.Namespace], int]:
+        def run(args: argparse.Namespace) -> int:
+            from tracepack.convert import pt2
+
+            return int(getattr(pt2, name)(args))
+
+        return run
+
+    k = sub.add_parser("pack", help="move a .pt2's per-node debug strings into a tracepack member of the archive")
+    k.add_argument("src", help="a torch.export .pt2")
+    k.add_argument("dst", help="output .pt2 (written atomically); torch.export.load still reads it")
+    k.add_argument("--keep", metavar="KEY", action="append", help="a node metadata key to leave in model.json")
+    k.set_defaults(func=_pt2_command("cmd_pack"))
+
+    u = sub.add_parser("unpack", help="put a packed .pt2's debug strings back: model.json byte for byte")
+    u.add_argument("src", help="a .pt2 written by `tracepack pack`")
+    u.add_argument("dst", help="output .pt2 (written atomically)")
+    u.set_defaults(func=_pt2_command("cmd_unpack"))
+
     d = sub.add_parser("demo", help="convert the bundled torch.export sample and compare with the legacy form")
     d.add_argument("--quick", action="store_true", help="fewer timing rounds")
     d.set_defaults(func=cmd_demo)

@@ -355,6 +355,10 @@ class _MetaRenderer:
         self.doc = doc
 
     def meta_of(self, node: m.Node) -> dict[str, str]:
+        # Schema 1.1 lifts more metadata (from_node): the document renders what it lifted.
+        node_meta = getattr(self.doc, "node_meta", None)
+        if node_meta is not None:
+            return dict(node_meta(node))
         s = self.doc.raw.strings
         out = {}
         for k, v in zip(node.meta_keys, node.meta_values, strict=True):

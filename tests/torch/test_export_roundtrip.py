@@ -1,0 +1,81 @@
+"""torch.export programs through tracepack: model.json comes back byte for byte through every codec."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import tracepack
+from tests.torch.conftest import CORPUS, PT2
+from tracepack.cli import main
+from tracepack.convert.archives import import_archive
+from tracepack.convert.export_json import export_model_json
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+CODECS = [(c, z) for c in ("json", "msgpack", "flatbuffers") for z in ("none", "zstd")]
+
+
+def model_json(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        (member,) = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
+        return archive.read(member)
+
+
+def round_trips(path: Path) -> None:
+    original = model_json(path)
+    doc = import_archive(str(path), path.read_bytes())
+    nodes = json.loads(original)["graph_module"]["graph"]["nodes"]
+    assert len(doc) == len(nodes)
+    for codec, compression in CODECS:
+        back = tracepack.loads(tracepack.dumps(doc, codec=codec, compression=compression))
+        assert back == doc
+        assert export_model_json(back) == original, (codec, compression)
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_corpus_model_json_byte_identical_through_every_codec(name: str) -> None:
+    round_trips(CORPUS / name)
+
+
+@pytest.mark.slow
+def test_big_model_byte_identical_through_every_codec(big_pt2: Path) -> None:
+    assert len(json.loads(model_json(big_pt2))["graph_module"]["graph"]["nodes"]) >= 10_000
+    round_trips(big_pt2)
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_every_trace_and_module_stack_is_interned(name: str) -> None:
+    path = CORPUS / name
+    doc = import_archive(str(path), path.read_bytes())
+    raw_nodes = json.loads(model_json(path))["graph_module"]["graph"]["nodes"]
+    for raw, node in zip(raw_nodes, doc.nodes(), strict=True):
+        assert node.meta == raw["metadata"]
+        if "stack_trace" in raw["metadata"]:
+            assert node.raw.stack != 0
+        if "nn_module_stack" in raw["metadata"]:
+            assert node.raw.module != 0
+
+
+@pytest.mark.parametrize("name", ["cnn.pt2", "cond.pt2"])
+def test_cli_convert_expand_pt2(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tpk, out = tmp_path / "m.tpk", tmp_path / "model.json"
+    assert main(["convert", str(CORPUS / name), str(tpk), "--level", "19"]) == 0
+    assert main(["expand", str(tpk), str(out)]) == 0
+    assert out.read_bytes() == model_json(CORPUS / name)
+    rebuilt = tmp_path / "rebuilt.pt2"
+    assert main(["expand", str(tpk), str(rebuilt), "--archive", str(CORPUS / name)]) == 0
+    assert model_json(rebuilt) == model_json(CORPUS / name)
+    program = torch.export.load(rebuilt)
+    assert len(program.graph.nodes) > 0
+    capsys.readouterr()

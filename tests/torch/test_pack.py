@@ -1,0 +1,99 @@
+"""`tracepack pack` / `unpack`: debug strings move into a tracepack member; torch still loads the archive."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import tracepack
+from tests.torch.conftest import CORPUS, PT2
+from tests.torch.test_export_roundtrip import model_json
+from tracepack.cli import main
+from tracepack.convert.pt2 import MEMBER_DIR
+
+torch = pytest.importorskip("torch")
+import tracepack.torch  # noqa: E402 - needs torch
+
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+def node_meta(program: object) -> list[tuple[str, str, object, object]]:
+    graphs = [program.graph_module.graph]  # type: ignore[attr-defined]
+    for _, sub in program.graph_module.named_modules():  # type: ignore[attr-defined]
+        if isinstance(sub, torch.fx.GraphModule):
+            graphs.append(sub.graph)
+    return [(n.name, n.op, n.meta.get("stack_trace"), n.meta.get("nn_module_stack")) for g in graphs for n in g.nodes]
+
+
+def pack_unpack(src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    packed, unpacked = tmp_path / "packed.pt2", tmp_path / "unpacked.pt2"
+    assert main(["pack", str(src), str(packed)]) == 0
+    assert main(["unpack", str(packed), str(unpacked)]) == 0
+    capsys.readouterr()
+    return packed, unpacked
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_pack_unpack_byte_identical_and_loadable(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = CORPUS / name
+    packed, unpacked = pack_unpack(src, tmp_path, capsys)
+    original = model_json(src)
+    assert model_json(unpacked) == original
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(unpacked) as b:
+        assert a.namelist() == b.namelist()
+        assert all(a.read(n) == b.read(n) for n in a.namelist())
+    with zipfile.ZipFile(packed) as archive:
+        assert any(f"/{MEMBER_DIR}" in n for n in archive.namelist())
+    stripped = json.loads(model_json(packed))
+    assert all(n["metadata"] == {} for n in stripped["graph_module"]["graph"]["nodes"])
+    assert len(model_json(packed)) < len(original)
+
+    plain = torch.export.load(packed)  # torch still reads it, without the debug strings
+    assert all(m[2] is None for m in node_meta(plain))
+    reference = torch.export.load(src)
+    assert str(plain.graph) == str(reference.graph)
+    restored = tracepack.torch.load(packed)
+    assert node_meta(restored) == node_meta(reference)
+    assert str(restored.graph) == str(reference.graph)
+    assert tracepack.torch.load(src).graph_signature == reference.graph_signature
+
+
+def test_packed_member_is_a_tracepack_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed, _ = pack_unpack(CORPUS / "transformer.pt2", tmp_path, capsys)
+    with zipfile.ZipFile(packed) as archive:
+        (member,) = [n for n in archive.namelist() if n.endswith(".tpk")]
+        doc = tracepack.loads(archive.read(member))
+    raw = json.loads(model_json(CORPUS / "transformer.pt2"))["graph_module"]["graph"]["nodes"]
+    assert [n.name for n in doc.nodes()] == [n["name"] for n in raw]
+    assert [n.meta for n in doc.nodes()] == [n["metadata"] for n in raw]
+    # `convert` of a packed archive gives the full program back.
+    tpk, out = tmp_path / "p.tpk", tmp_path / "model.json"
+    assert main(["convert", str(packed), str(tpk)]) == 0
+    assert main(["expand", str(tpk), str(out)]) == 0
+    assert out.read_bytes() == model_json(CORPUS / "transformer.pt2")
+
+
+def test_pack_keep_leaves_keys_in_model_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, packed, unpacked = CORPUS / "transformer_strict.pt2", tmp_path / "k.pt2", tmp_path / "u.pt2"
+    assert main(["pack", str(src), str(packed), "--keep", "custom", "--keep", "torch_fn"]) == 0
+    assert main(["unpack", str(packed), str(unpacked)]) == 0
+    nodes = json.loads(model_json(packed))["graph_module"]["graph"]["nodes"]
+    assert {k for n in nodes for k in n["metadata"]} == {"custom", "torch_fn"}
+    assert model_json(unpacked) == model_json(src)
+    torch.export.load(packed)
+
+
+@pytest.mark.slow
+def test_big_model_pack_unpack(big_pt2: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed, unpacked = pack_unpack(big_pt2, tmp_path, capsys)
+    assert model_json(unpacked) == model_json(big_pt2)
+    assert packed.stat().st_size < big_pt2.stat().st_size
+    torch.export.load(packed)
