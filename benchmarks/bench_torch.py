@@ -1,0 +1,147 @@
+"""torch bridge targets (issue 4), against torch 2.13 itself, on the corpus of real exported models.
+
+Per ``.pt2`` of the corpus (``tests/data/torch/corpus`` plus the 10k-node ``big``, exported once
+into ``.bench/corpus`` by ``scripts/torch/export_corpus.py``):
+
+* size: each codec with and without zstd -19 against ``model.json`` and zstd -19 of it (targets on
+  the default codec, MessagePack: compressed <= 0.6x, uncompressed <= 0.2x);
+* decode: ``tracepack.loads`` to the typed document against torch's own
+  ``_dict_to_dataclass(ExportedProgram, json.loads(...))`` (target >= 50x);
+* encode: ``tracepack.dumps`` against torch's ``_to_json_bytes`` of the same program (target >= 10x);
+* memory: peak of the decoded document against ``json.loads`` of ``model.json`` (target <= 0.3x).
+
+Per TorchScript archive: the ``debug_pkl`` bytes in both layouts against the tracepack document.
+Skipped, with a note, when torch is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+import tracepack
+from benchmarks.report import Figure, Report, best_time, peak_memory
+from tracepack.convert.archives import debug_pkl_bytes, import_archive
+from tracepack.convert.export_json import import_model_json
+from tracepack.legacy.debug_pkl import DebugPklForm
+
+SECTION = "torch"
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "torch" / "corpus"
+GENERATED = ROOT / ".bench" / "corpus"
+
+
+def _z19(data: bytes) -> int:
+    return len(zstandard.ZstdCompressor(level=19).compress(data))
+
+
+def _model_json(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        (member,) = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
+        return archive.read(member)
+
+
+def _big() -> Path | None:
+    """The 10k-node model, exported with torch once and kept in ``.bench/corpus``."""
+    path = GENERATED / "big.pt2"
+    if not path.exists():
+        script = ROOT / "scripts" / "torch" / "export_corpus.py"
+        print(f"(exporting {path.name} with torch: about a minute)", flush=True)
+        done = subprocess.run([sys.executable, "-W", "ignore", str(script), str(GENERATED), "big"], check=False)
+        if done.returncode != 0 or not path.exists():
+            print("(could not export the 10k-node model: skipped)")
+            return None
+    return path
+
+
+def _size(report: Report, name: str, data: bytes, doc: tracepack.Document) -> None:
+    z_json = _z19(data)
+    report.add(Figure(SECTION, f"{name}: zstd -19 of model.json", z_json, len(data), "B", higher_is_better=False))
+    for codec in ("msgpack", "json", "flatbuffers"):
+        raw = len(tracepack.dumps(doc, codec=codec, compression="none"))
+        packed = len(tracepack.dumps(doc, codec=codec, compression="zstd", level=19))
+        main = codec == "msgpack"
+        report.add(
+            Figure(SECTION, f"{name}: {codec} vs model.json", raw, len(data), "B", higher_is_better=False,
+                   target=0.2 if main else None)
+        )  # fmt: skip
+        report.add(
+            Figure(SECTION, f"{name}: {codec}+zstd-19 vs zstd-19 model.json", packed, z_json, "B",
+                   higher_is_better=False, target=0.6 if main else None)
+        )  # fmt: skip
+
+
+def _speed(report: Report, name: str, data: bytes, doc: tracepack.Document) -> None:
+    serde = importlib.import_module("torch._export.serde.serialize")
+    program_cls = serde.ExportedProgram
+    blob = tracepack.dumps(doc, codec="msgpack", compression="none")
+    small = len(data) < 1 << 20
+    t_torch = best_time(lambda: serde._dict_to_dataclass(program_cls, json.loads(data)), repeat=3 if small else 1,
+                        min_time=0.2 if small else 0.0)  # fmt: skip
+    t_tp = best_time(lambda: tracepack.loads(blob), repeat=5 if small else 3, min_time=0.2 if small else 0.0)
+    report.add(
+        Figure(SECTION, f"{name}: decode to typed objects", t_tp, t_torch, "s", target=50,
+               note="vs torch _dict_to_dataclass(json.loads)")
+    )  # fmt: skip
+    program = serde._dict_to_dataclass(program_cls, json.loads(data))
+    t_torch_enc = best_time(lambda: serde._to_json_bytes(program), repeat=3 if small else 1,
+                            min_time=0.2 if small else 0.0)  # fmt: skip
+    t_tp_enc = best_time(lambda: tracepack.dumps(doc, codec="msgpack", compression="none"), repeat=5 if small else 3,
+                         min_time=0.2 if small else 0.0)  # fmt: skip
+    report.add(
+        Figure(SECTION, f"{name}: encode", t_tp_enc, t_torch_enc, "s", target=10, note="vs torch _to_json_bytes")
+    )  # fmt: skip
+    peak_tp, kept = peak_memory(lambda: tracepack.loads(blob))
+    del kept
+    peak_json, kept_json = peak_memory(lambda: json.loads(data))
+    del kept_json
+    report.add(
+        Figure(SECTION, f"{name}: memory of the decoded document", peak_tp, peak_json, "B", target=0.3,
+               higher_is_better=False, note="tracemalloc peak vs json.loads(model.json)")
+    )  # fmt: skip
+
+
+def _torchscript(report: Report, path: Path) -> None:
+    doc = import_archive(str(path), path.read_bytes())
+    sizes: dict[str, int] = {}
+    for form in (DebugPklForm.LEGACY, DebugPklForm.STRING_TABLE):
+        sizes[form.value] = sum(len(debug_pkl_bytes(doc, f, form)) for f in doc.raw.debug_files)
+    tpk = len(tracepack.dumps(doc, codec="msgpack", compression="none"))
+    tpk_z = len(tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19))
+    for form, size in sizes.items():
+        report.add(
+            Figure(SECTION, f"{path.name}: tracepack vs debug_pkl ({form})", tpk, size, "B", higher_is_better=False,
+                   note=f"{len(doc.raw.debug_files)} code files")
+        )  # fmt: skip
+    report.add(
+        Figure(SECTION, f"{path.name}: tracepack+zstd-19 vs debug_pkl (string table)", tpk_z, sizes["string_table"],
+               "B", higher_is_better=False)
+    )  # fmt: skip
+
+
+def run(report: Report) -> None:
+    if importlib.util.find_spec("torch") is None:
+        print("(torch is not installed: the torch section is skipped; `make venv-torch` installs it)")
+        return
+    start = time.perf_counter()
+    models: list[Path] = sorted(CORPUS.glob("*.pt2"))
+    big = _big()
+    if big is not None:
+        models.append(big)
+    for path in models:
+        data = _model_json(path)
+        doc: Any = import_model_json(data)
+        name = f"{path.stem} ({len(doc)} nodes)"
+        _size(report, name, data, doc)
+        _speed(report, name, data, doc)
+    for path in sorted(p for p in CORPUS.iterdir() if p.suffix in (".pt", ".ptl")):
+        _torchscript(report, path)
+    print(f"(torch section took {time.perf_counter() - start:.1f} s)")
