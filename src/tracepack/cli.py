@@ -175,34 +175,44 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    node = _find_node(args.file, args.node, _zstd_dict(args.zstd_dict))
+    path = args.file
+    key: str | int = int(args.node[1:]) if args.node.startswith("#") and args.node[1:].isdigit() else args.node
+    try:
+        if _is_plain_flatbuffers(path):
+            # Random access: map the file and render this one node, without decoding the rest.
+            import tracepack
+
+            with tracepack.open(path) as lazy_doc:
+                _print_node(lazy_doc.node(key))
+        else:
+            _print_node(load_any(path, zstd_dict=_zstd_dict(args.zstd_dict)).node(key))
+    except TracepackError as exc:
+        raise exc.with_source(path) from None
+    return EXIT_OK
+
+
+def _print_node(node: Any) -> None:
     trace = node.stack_trace
+    module = node.module_stack
     print(f"node {node.name} ({node.target})")
     print("stack trace:")
     print(trace if trace is not None else "  (none)")
     print("module hierarchy:")
-    module = node.module_stack
     print(f"  nn_module_stack: {module if module is not None else '(none)'}")
     print(f"  {node.module_hierarchy or '(none)'}")
-    return EXIT_OK
 
 
-def _find_node(path: str, name: str, zdict: zstandard.ZstdCompressionDict | None) -> Any:
-    """A node by name (or #index), through the lazy reader when the file allows it."""
-    from tracepack.container import read_header
+def _is_plain_flatbuffers(path: str) -> bool:
+    """Whether ``path`` is an uncompressed FlatBuffers .tpk (read lazily)."""
+    from tracepack.container import HEADER_SIZE, read_header
 
-    data = _read(path)
-    key: str | int = int(name[1:]) if name.startswith("#") and name[1:].isdigit() else name
     try:
-        header = read_header(data[:64], source=path) if len(data) >= 48 else None
-    except TracepackError:
-        header = None
-    if header is not None and header.codec == "flatbuffers" and header.compression == "none":
-        lazy = _optional("tracepack.lazy")
-        if lazy is not None:
-            reader = lazy.open(path)
-            return reader.node(key)
-    return load_any(path, zstd_dict=zdict).node(key)
+        with Path(path).open("rb") as f:
+            head = f.read(HEADER_SIZE)
+        header = read_header(head, source=path)
+    except (OSError, TracepackError):
+        return False  # the full reader reports what is wrong
+    return header.codec == "flatbuffers" and header.compression == "none"
 
 
 def cmd_expand(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import pytest
 
 from tracepack.cli import main
 from tracepack.demo import sample_model_json
+from tracepack.versions import CURRENT
 
 SUBCOMMANDS = ["convert", "inspect", "trace", "expand", "demo"]
 
@@ -45,7 +46,8 @@ def test_convert_inspect_trace_expand(sample: Path, tmp_path: Path, capsys: pyte
     code, out, _ = run(["inspect", str(tpk), "--json"], capsys)
     info = json.loads(out)
     assert code == 0
-    assert (info["codec"], info["compression"], info["schema_version"], info["nodes"]) == ("json", "zstd", "1.0", 70)
+    current = "{}.{}".format(*CURRENT)
+    assert (info["codec"], info["compression"], info["schema_version"], info["nodes"]) == ("json", "zstd", current, 70)
     assert set(info["bytes"]) >= {"strings", "stacks", "modules", "graph"}
     code, out, _ = run(["inspect", str(tpk)], capsys)
     assert code == 0
@@ -77,7 +79,7 @@ def test_convert_between_codecs(sample: Path, tmp_path: Path, capsys: pytest.Cap
     ("args", "message"),
     [
         (["inspect", "{missing}"], "tracepack: {missing}: cannot read: No such file or directory"),
-        (["trace", "{sample_tpk}", "nope"], "tracepack: node: no node named 'nope'"),
+        (["trace", "{sample_tpk}", "nope"], "tracepack: {sample_tpk}: node: no node named 'nope'"),
         (["convert", "{garbage}", "{out}"], "tracepack: {garbage}: byte 0: not a format tracepack reads"),
         (
             ["convert", "{sample}", "{out}", "--level", "99"],
@@ -143,6 +145,19 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "model.json restored from tracepack byte for byte: yes" in out
     assert "tracepack msgpack" in out
+
+
+def test_trace_reads_flatbuffers_lazily(sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fb = tmp_path / "m.tpk"
+    assert main(["convert", str(sample), str(fb), "--codec", "flatbuffers", "--compression", "none"]) == 0
+    capsys.readouterr()
+    node = json.loads(sample.read_text())["graph_module"]["graph"]["nodes"][7]
+    code, out, _ = run(["trace", str(fb), node["name"]], capsys)
+    assert code == 0
+    assert node["metadata"]["stack_trace"] in out
+    code, out, err = run(["trace", str(fb), "#999"], capsys)
+    assert code == 2
+    assert err.startswith(f"tracepack: {fb}: ")
 
 
 def test_python_dash_m(sample: Path, tmp_path: Path) -> None:
