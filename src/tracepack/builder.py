@@ -2,10 +2,12 @@
 
 Every string, source line, frame, call stack and module path is stored once,
 whatever order nodes arrive in. Stack traces come as ``traceback`` frame
-summaries, ``(file, line, name, code)`` tuples, or legacy strings; module
-stacks as ``(key, path, type)`` tuples or ``nn_module_stack`` strings. Repeated
-inputs hit a cache keyed by the input itself, so the common case (many nodes,
-few distinct traces) costs one dictionary lookup per node.
+summaries (with Python 3.11 positions), ``(file, line, name, code)`` tuples, or
+legacy strings; module stacks as ``(key, path, type)`` tuples or
+``nn_module_stack`` strings; torch.fx ``from_node`` provenance as its JSON
+metadata text or :class:`~tracepack.traces.Provenance` trees. Repeated inputs
+hit a cache keyed by the input itself, so the common case (many nodes, few
+distinct traces) costs one dictionary lookup per node.
 
     >>> b = DocumentBuilder()
     >>> _ = b.add_node("add", "aten.add", stack_trace=[("m.py", 3, "forward", "x + y")])
@@ -29,6 +31,8 @@ from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
     ModuleKey,
+    Provenance,
+    parse_from_node,
     parse_nn_module_stack,
     parse_stack_trace,
 )
@@ -46,9 +50,10 @@ StackInput: TypeAlias = (
 _STYLES = tuple(m.StackStyle)
 _KINDS = tuple(m.ArgumentKind)
 
-#: Metadata keys whose values are lifted into the node's stack / module references.
+#: Metadata keys whose values are lifted into the node's stack / module / provenance references.
 STACK_KEY = "stack_trace"
 MODULE_KEY = "nn_module_stack"
+FROM_NODE_KEY = "from_node"
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class DocumentBuilder:
         self._frame_col: list[int] = [-1]
         self._frame_end_col: list[int] = [-1]
         self._frame_annotation: list[int] = [0]
+        self._frame_end_line: list[int] = [-1]
         self._frame_ids: dict[FrameKey, int] = {FrameKey("", 0, ""): 0}
         self._stack_parent: list[int] = [0]
         self._stack_frame: list[int] = [0]
@@ -107,6 +113,11 @@ class DocumentBuilder:
         self._source_ids: dict[tuple[str | None, int, str], int] = {}
         self._range_cols: tuple[list[int], list[int], list[int]] = ([0], [0], [0])
         self._range_ids: dict[tuple[int, int, int], int] = {(0, 0, 0): 0}
+        # Provenance rows: name, target, graph_id, pass_name, action, child_count; children pooled.
+        self._prov_cols: tuple[list[int], ...] = ([0], [0], [0], [0], [0], [0])
+        self._prov_children: list[int] = []
+        self._prov_ids: dict[tuple[int, int, int, int, int, tuple[int, ...]], int] = {(0, 0, 0, 0, 0, ()): 0}
+        self._prov_used = False
         self._handles: list[tuple[int, int, int, int, int]] = []
         self._nodes: list[m.Node] = []
         self._node_names: set[str] = set()
@@ -120,6 +131,7 @@ class DocumentBuilder:
         self._trace_cache: dict[str, tuple[int, int] | None] = {}
         self._frames_cache: dict[tuple[Any, ...], int] = {}
         self._nn_cache: dict[str, int | None] = {}
+        self._from_node_cache: dict[str, list[int] | None] = {}
 
     # -- strings and tables -------------------------------------------------------------------
 
@@ -155,6 +167,7 @@ class DocumentBuilder:
         self._frame_col.append(f.col)
         self._frame_end_col.append(f.end_col)
         self._frame_annotation.append(s(f.annotation))
+        self._frame_end_line.append(f.end_line)
         return i
 
     def stack_of_frames(self, frames: Iterable[FrameKey]) -> int:
@@ -217,6 +230,42 @@ class DocumentBuilder:
             row = None if entries is None else self.module(entries)
             self._nn_cache[text] = row
             return row
+
+    def provenance(self, entries: Iterable[Provenance | tuple[Any, ...]]) -> list[int]:
+        """Intern torch.fx NodeSources (a node's ``from_node`` list); return their rows.
+
+        Equal NodeSources, children included, share one row; children get rows before parents.
+        """
+        try:
+            rows = [self._provenance_row(e if type(e) is Provenance else Provenance(*e)) for e in entries]
+        except RecursionError:
+            raise UsageError("from_node provenance nests too deeply", where="from_node") from None
+        self._prov_used = True
+        return rows
+
+    def _provenance_row(self, p: Provenance) -> int:
+        children = tuple([self._provenance_row(c if type(c) is Provenance else Provenance(*c)) for c in p.from_node])
+        s = self.string
+        if type(p.graph_id) is not int or not -(2**63) <= p.graph_id < 2**63:
+            raise UsageError(f"graph_id {p.graph_id!r} is not a 64-bit integer", where="from_node")
+        key = (s(p.name), s(p.target), p.graph_id, s(p.pass_name), s(p.action), children)
+        row = self._prov_ids.get(key)
+        if row is None:
+            row = self._prov_ids[key] = len(self._prov_cols[0])
+            for col, v in zip(self._prov_cols, (*key[:5], len(children)), strict=True):
+                col.append(v)
+            self._prov_children.extend(children)
+        return row
+
+    def from_node(self, text: str) -> list[int] | None:
+        """Intern ``from_node`` metadata text; ``None`` if it does not render back exactly."""
+        try:
+            return self._from_node_cache[text]
+        except KeyError:
+            entries = parse_from_node(text)
+            rows = None if entries is None else self.provenance(entries)
+            self._from_node_cache[text] = rows
+            return rows
 
     def source(self, text: str, file: str | None, start_line: int) -> int:
         """Intern a TorchScript source text; its lines are interned one by one."""
@@ -296,14 +345,16 @@ class DocumentBuilder:
         outputs: Sequence[Any] = (),
         stack_trace: StackInput | None = None,
         module_stack: str | Sequence[ModuleKey | tuple[str, ...]] | None = None,
+        from_node: str | Sequence[Provenance | tuple[Any, ...]] | None = None,
         meta: Mapping[str, str] | None = None,
     ) -> int:
         """Append a node; return its index.
 
-        ``meta`` is the node's metadata in the producer's order. Its ``stack_trace`` and
-        ``nn_module_stack`` values are lifted into the node's stack and module references
-        when they render back exactly, and kept verbatim otherwise. ``stack_trace`` and
-        ``module_stack`` set the references directly (frames or strings).
+        ``meta`` is the node's metadata in the producer's order. Its ``stack_trace``,
+        ``nn_module_stack`` and ``from_node`` values are lifted into the node's stack, module
+        and provenance references when they render back exactly, and kept verbatim otherwise.
+        ``stack_trace``, ``module_stack`` and ``from_node`` set the references directly (frames,
+        NodeSources or strings); such a value is not part of the metadata.
         """
         names = self._node_names
         if name in names:
@@ -311,6 +362,13 @@ class DocumentBuilder:
         names.add(name)
         s = self.string
         stack, style, module = 0, STYLE_STRIPPED, 0
+        provenance: list[int] = []
+        provenance_at = -1
+        if from_node is not None:
+            rows = self.from_node(from_node) if isinstance(from_node, str) else self.provenance(from_node)
+            if rows is None:
+                raise UsageError("from_node string does not parse; pass it in meta to keep it verbatim")
+            provenance = rows
         if stack_trace is not None:
             got = self.stack(stack_trace)
             if got is None:
@@ -325,6 +383,11 @@ class DocumentBuilder:
         values: list[int] = []
         if meta:
             for k, v in meta.items():
+                if k == FROM_NODE_KEY and from_node is None:
+                    rows = self.from_node(v)
+                    if rows is not None:
+                        provenance, provenance_at = rows, len(keys)
+                        continue
                 keys.append(s(k))
                 if k == STACK_KEY and stack_trace is None:
                     got = self.stack(v)
@@ -356,6 +419,8 @@ class DocumentBuilder:
             module,
             keys,
             values,
+            provenance,
+            provenance_at,
         )
         self._nodes.append(node)
         return len(self._nodes) - 1
@@ -449,9 +514,23 @@ class DocumentBuilder:
                 raise UsageError(f"debug handle {a[0]} is recorded twice", where="add_debug_handle")
         cols: list[list[int]] = [list(c) for c in zip(*handles, strict=True)] if handles else [[], [], [], [], []]
         any_col = any(c != -1 for c in self._frame_col) or any(c != -1 for c in self._frame_end_col)
+        any_end_line = any(c != -1 for c in self._frame_end_line)
         any_ann = any(self._frame_annotation)
         any_method = any(self._module_cols[4])
-        lc, mc, sc, rc = self._line_cols, self._module_cols, self._source_cols, self._range_cols
+        lc, mc, sc, rc, pc = self._line_cols, self._module_cols, self._source_cols, self._range_cols, self._prov_cols
+        provenance = (
+            m.ProvenanceTable(
+                name=list(pc[0]),
+                target=list(pc[1]),
+                graph_id=list(pc[2]),
+                pass_name=list(pc[3]),
+                action=list(pc[4]),
+                child_count=list(pc[5]),
+                children=list(self._prov_children),
+            )
+            if self._prov_used
+            else None
+        )
         return m.Document(
             header=m.Header("tracepack", m.Version(*m.CURRENT_VERSION), self._producer, list(self._metadata)),
             strings=list(self._strings),
@@ -462,6 +541,7 @@ class DocumentBuilder:
                 list(self._frame_col) if any_col else [],
                 list(self._frame_end_col) if any_col else [],
                 list(self._frame_annotation) if any_ann else [],
+                list(self._frame_end_line) if any_end_line else [],
             ),
             stacks=m.StackTable(list(self._stack_parent), list(self._stack_frame)),
             modules=m.ModuleTable(
@@ -481,6 +561,7 @@ class DocumentBuilder:
             ),
             debug_files=list(self._debug_files),
             extensions=list(self._extensions),
+            provenance=provenance,
         )
 
     def build(self) -> Document:
@@ -494,8 +575,10 @@ def _frame_key(f: Any) -> FrameKey:
     if isinstance(f, FrameKey):
         return f
     if isinstance(f, traceback.FrameSummary):
+        # Python 3.11+ positions (co_positions): lineno, end_lineno, colno, end_colno; None when unknown.
         col = getattr(f, "colno", None)
         end_col = getattr(f, "end_colno", None)
+        end_line = getattr(f, "end_lineno", None)
         return FrameKey(
             f.filename,
             f.lineno or 0,
@@ -503,8 +586,13 @@ def _frame_key(f: Any) -> FrameKey:
             (f.line or "").strip(),
             -1 if col is None else col,
             -1 if end_col is None else end_col,
+            "",
+            -1 if end_line is None else end_line,
         )
-    if isinstance(f, tuple) and 3 <= len(f) <= 7:
+    if isinstance(f, tuple) and 3 <= len(f) <= 8:
         file, line, name, *rest = f
         return FrameKey(str(file), int(line or 0), str(name), *rest)
-    raise UsageError(f"a frame must be a FrameSummary or a (file, line, name, code) tuple, got {f!r:.80}")
+    raise UsageError(
+        "a frame must be a FrameSummary or a (file, line, name[, code, col, end_col, annotation, end_line]) tuple, "
+        f"got {f!r:.80}"
+    )

@@ -4,14 +4,15 @@ A :class:`Document` wraps the stored form (``doc.raw``, the generated model of
 the current schema version). Nothing is expanded up front: asking for a node's
 stack trace walks the stack trie once and caches the rendered string *per
 distinct stack*, so a graph of 100k nodes sharing 1k stacks holds 1k strings,
-and every node that shares a stack shares the same string object.
+and every node that shares a stack shares the same string object. ``from_node``
+provenance renders the same way, one cached JSON text per provenance row.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from itertools import accumulate
 from operator import ne
@@ -22,12 +23,17 @@ from tracepack.errors import DecodeError, IntegrityError, UsageError
 from tracepack.traces import (
     FrameKey,
     ModuleKey,
+    Provenance,
+    ProvenanceRenderer,
     render_frames,
     render_module_hierarchy,
     render_nn_module_stack,
 )
 
-__all__ = ["DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
+__all__ = ["FROM_NODE_KEY", "DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
+
+#: The metadata key that ``Node.from_node_meta_index`` places the rendered provenance under.
+FROM_NODE_KEY = "from_node"
 
 
 class DebugHandle(NamedTuple):
@@ -93,6 +99,45 @@ class Document:
                 where="$.sources.line_count",
                 expected="line counts that add up to len($.sources.lines)",
             )
+        self._validate_provenance()
+
+    def _validate_provenance(self) -> None:
+        s = self.raw.strings
+        for i, n in enumerate(self.raw.graph.nodes):
+            at = n.from_node_meta_index
+            if at == -1:
+                continue
+            if not 0 <= at <= len(n.meta_keys):
+                problem = f"from_node_meta_index {at} is outside the metadata ({len(n.meta_keys)} keys)"
+            elif any(s[k] == FROM_NODE_KEY for k in n.meta_keys):
+                problem = "the metadata has a `from_node` key and a lifted `from_node` (from_node_meta_index)"
+            else:
+                continue
+            raise IntegrityError(
+                problem,
+                where=f"$.graph.nodes[{i}].from_node_meta_index",
+                expected=f"-1, or 0..{len(n.meta_keys)} with no `from_node` key among meta_keys",
+            )
+        t = self.raw.provenance
+        if t is None:
+            return
+        if sum(t.child_count) != len(t.children):
+            raise IntegrityError(
+                f"provenance rows take {sum(t.child_count)} children but the pool has {len(t.children)}",
+                where="$.provenance.child_count",
+                expected="child counts that add up to len($.provenance.children)",
+            )
+        # Children come before their parents: every pooled child is below the row that owns it.
+        pos = 0
+        for row, count in enumerate(t.child_count):
+            if count and max(t.children[pos : pos + count]) >= row:
+                j = next(j for j in range(pos, pos + count) if t.children[j] >= row)
+                raise IntegrityError(
+                    f"provenance row {row} has child {t.children[j]}, which is not an earlier row",
+                    where=f"$.provenance.children[{j}]",
+                    expected=f"a row below {row}",
+                )
+            pos += count
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -126,6 +171,7 @@ class Document:
         r = self.raw
         parent, frame = r.stacks.parent, r.stacks.frame
         f_line, f_col, f_end, f_ann = r.frames.line, r.frames.col, r.frames.end_col, r.frames.annotation
+        f_end_line = r.frames.end_line
         l_file, l_line, l_name, l_text = r.lines.file, r.lines.line, r.lines.name, r.lines.text
         names, s = r.files.name, r.strings
         out = []
@@ -142,6 +188,7 @@ class Document:
                     f_col[fi] if f_col else -1,
                     f_end[fi] if f_end else -1,
                     s[f_ann[fi]] if f_ann else "",
+                    f_end_line[fi] if f_end_line else -1,
                 )
             )
             stack = parent[stack]
@@ -188,6 +235,44 @@ class Document:
         if text is None:
             text = self._module_cache[key] = render_module_hierarchy(self.modules(module))
         return text
+
+    @cached_property
+    def _provenance(self) -> ProvenanceRenderer:
+        t = self.raw.provenance
+        empty = m.ProvenanceTable([0], [0], [0], [0], [0], [0], [])
+        return ProvenanceRenderer(self.raw.strings, empty if t is None else t)
+
+    def from_node(self, rows: list[int]) -> str:
+        """Render a ``from_node`` list of provenance rows as torch's JSON text (cached per row)."""
+        try:
+            return self._provenance.render(rows)
+        except ValueError as exc:  # only reachable on an unvalidated document
+            raise IntegrityError(str(exc), where="$.provenance.children") from None
+
+    def provenance(self, rows: list[int]) -> list[Provenance]:
+        """A ``from_node`` list of provenance rows as :class:`~tracepack.traces.Provenance` trees."""
+        try:
+            return self._provenance.entries(rows)
+        except ValueError as exc:
+            raise IntegrityError(str(exc), where="$.provenance.children") from None
+
+    def node_meta(self, node: m.Node) -> dict[str, str]:
+        """A stored node's metadata in the producer's order, lifted values rendered back."""
+        s = self.raw.strings
+        out = {}
+        at = node.from_node_meta_index
+        for j, (k, v) in enumerate(zip(node.meta_keys, node.meta_values, strict=True)):
+            if j == at:
+                out[FROM_NODE_KEY] = self.from_node(node.from_node)
+            if v >= 0:
+                out[s[k]] = s[v]
+            elif v == -1:
+                out[s[k]] = self.stack_trace(node.stack, node.stack_style)
+            else:
+                out[s[k]] = self.module_stack(node.module)
+        if at >= len(node.meta_keys):
+            out[FROM_NODE_KEY] = self.from_node(node.from_node)
+        return out
 
     @cached_property
     def _source_starts(self) -> list[int]:
@@ -275,6 +360,19 @@ class NodeView:
     def frames(self) -> list[FrameKey]:
         return self._doc.frames(self.raw.stack)
 
+    @property
+    def from_node(self) -> str | None:
+        """The legacy ``from_node`` metadata string (torch's JSON text), or ``None`` when the node has none."""
+        n = self.raw
+        if n.from_node or n.from_node_meta_index >= 0:
+            return self._doc.from_node(n.from_node)
+        return self._literal(FROM_NODE_KEY)
+
+    @property
+    def provenance(self) -> list[Provenance]:
+        """The node's interned ``from_node`` provenance as NodeSource trees (empty when it has none)."""
+        return self._doc.provenance(self.raw.from_node)
+
     def _literal(self, key: str) -> str | None:
         s = self._doc.raw.strings
         n = self.raw
@@ -286,17 +384,7 @@ class NodeView:
     @property
     def meta(self) -> dict[str, str]:
         """All metadata in the producer's order, lifted values rendered back."""
-        s = self._doc.raw.strings
-        n = self.raw
-        out = {}
-        for k, v in zip(n.meta_keys, n.meta_values, strict=True):
-            if v >= 0:
-                out[s[k]] = s[v]
-            elif v == -1:
-                out[s[k]] = self._doc.stack_trace(n.stack, n.stack_style)
-            else:
-                out[s[k]] = self._doc.module_stack(n.module)
-        return out
+        return self._doc.node_meta(self.raw)
 
     def argument(self, arg: m.Argument) -> Any:
         """A stored argument as a plain Python value (tensors as ``{"tensor": name}``)."""
@@ -324,22 +412,27 @@ def json_value(text: str, where: str) -> Any:
         raise DecodeError(f"stored JSON is not valid: {exc.msg} at character {exc.pos}", where=where) from None
 
 
+def _variant(cls: type) -> int:
+    return int(cls.__struct_config__.tag)  # type: ignore[attr-defined]
+
+
+#: Argument variant id -> how it resolves. Variant ids never change between schema versions, so
+#: arguments of any version's model resolve (readers of older files, e.g. tracepack.lazy, use this).
+_RESOLVE: dict[int, Callable[[list[str], Any], Any]] = {
+    _variant(m.ArgNone): lambda s, a: None,
+    _variant(m.ArgTensor): lambda s, a: {"tensor": s[a.name]},
+    _variant(m.ArgTensors): lambda s, a: [{"tensor": s[i]} for i in a.names],
+    _variant(m.ArgString): lambda s, a: s[a.value],
+    _variant(m.ArgStrings): lambda s, a: [s[i] for i in a.values],
+    _variant(m.ArgSymInt): lambda s, a: {"sym_int": s[a.name]},
+    _variant(m.ArgGeneric): lambda s, a: {s[a.variant]: json_value(s[a.json], f"$.strings[{a.json}]")},
+    _variant(m.ArgInts): lambda s, a: list(a.values),
+    _variant(m.ArgFloats): lambda s, a: list(a.values),
+    _variant(m.ArgBools): lambda s, a: list(a.values),
+}
+
+
 def resolve_argument(s: list[str], a: m.Argument) -> Any:
-    """A stored argument as a plain Python value (tensors as ``{"tensor": name}``)."""
-    if isinstance(a, m.ArgNone):
-        return None
-    if isinstance(a, m.ArgTensor):
-        return {"tensor": s[a.name]}
-    if isinstance(a, m.ArgTensors):
-        return [{"tensor": s[i]} for i in a.names]
-    if isinstance(a, m.ArgString):
-        return s[a.value]
-    if isinstance(a, m.ArgStrings):
-        return [s[i] for i in a.values]
-    if isinstance(a, m.ArgSymInt):
-        return {"sym_int": s[a.name]}
-    if isinstance(a, m.ArgGeneric):
-        return {s[a.variant]: json_value(s[a.json], f"$.strings[{a.json}]")}
-    if isinstance(a, (m.ArgInts, m.ArgFloats, m.ArgBools)):
-        return list(a.values)
-    return a.value
+    """A stored argument as a plain Python value (tensors as ``{"tensor": name}``), of any schema version."""
+    resolve = _RESOLVE.get(_variant(type(a)))
+    return a.value if resolve is None else resolve(s, a)  # type: ignore[union-attr]

@@ -7,8 +7,8 @@ Older versions stay importable as ``tracepack_generated.vX_Y``.
 
 from __future__ import annotations
 
-from tracepack_generated.v1_0 import SCHEMA_SHA256, SCHEMA_VERSION, convert, json_model, validate
-from tracepack_generated.v1_0.model import *  # noqa: F403 - the model's public names are this module's
+from tracepack_generated.v1_1 import SCHEMA_SHA256, SCHEMA_VERSION, convert, json_model, validate
+from tracepack_generated.v1_1.model import *  # noqa: F403 - the model's public names are this module's
 
 __all__ = ["CURRENT_VERSION", "convert", "json_model", "validate"]  # and every name of the model
 

@@ -1,13 +1,15 @@
 """Legacy debug strings <-> structured form, exactly.
 
-Three legacy forms are parsed and rendered here:
+Four legacy forms are parsed and rendered here:
 
 * stack traces, as ``traceback.format_list`` writes them (style ``python``)
   or stripped of surrounding whitespace, as torch.fx stores ``node.stack_trace``
   (style ``stripped``);
 * torch.export ``nn_module_stack`` strings: ``key,path,type`` entries joined
   by ``;``;
-* TorchScript module hierarchies: ``TOP(C)::forward.A0(A)::forward``.
+* TorchScript module hierarchies: ``TOP(C)::forward.A0(A)::forward``;
+* torch.fx ``from_node`` provenance, as torch.export writes it into node
+  metadata: the JSON text of a list of NodeSource objects (since schema 1.1).
 
 Every parser is checked by rendering its result and comparing with the input:
 a string that does not come back byte for byte is reported as not
@@ -17,19 +19,26 @@ structured form lossless by construction, whatever odd input arrives.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from json.encoder import encode_basestring_ascii
+from typing import Any, NamedTuple
 
 __all__ = [
+    "PROVENANCE_KEYS",
     "STYLE_PYTHON",
     "STYLE_STRIPPED",
     "FrameKey",
     "ModuleKey",
+    "Provenance",
+    "ProvenanceRenderer",
+    "parse_from_node",
     "parse_module_hierarchy",
     "parse_nn_module_stack",
     "parse_stack_trace",
     "render_frames",
+    "render_from_node",
     "render_module_hierarchy",
     "render_nn_module_stack",
 ]
@@ -37,11 +46,15 @@ __all__ = [
 STYLE_PYTHON = 0
 STYLE_STRIPPED = 1
 
-_I64_MAX = 2**63 - 1
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 class FrameKey(NamedTuple):
-    """A frame as interned: everything that makes two frames different."""
+    """A frame as interned: everything that makes two frames different.
+
+    ``line``, ``end_line``, ``col`` and ``end_col`` are Python 3.11's ``co_positions``
+    (``lineno, end_lineno, colno, end_colno``); -1 where unknown (``end_line`` since
+    schema 1.1). None of them changes how the frame renders."""
 
     file: str
     line: int
@@ -50,6 +63,7 @@ class FrameKey(NamedTuple):
     col: int = -1
     end_col: int = -1
     annotation: str = ""
+    end_line: int = -1
 
 
 class ModuleKey(NamedTuple):
@@ -167,3 +181,177 @@ def parse_module_hierarchy(text: str) -> list[ModuleKey] | None:
             return None
         pos += 1
     return entries if render_module_hierarchy(entries) == text else None
+
+
+# -- torch.fx from_node provenance --------------------------------------------------------------------
+
+#: The keys of a NodeSource object, in the order torch writes them.
+PROVENANCE_KEYS = ("name", "target", "graph_id", "pass_name", "action", "from_node")
+
+
+class Provenance(NamedTuple):
+    """One torch.fx NodeSource: the node a pass made this one from, and that node's own provenance."""
+
+    name: str
+    target: str
+    graph_id: int
+    pass_name: str
+    action: str
+    from_node: tuple[Provenance, ...] = ()
+
+
+def _entry_text(head: tuple[str, str, int, str, str], children: str) -> str:
+    # json.dumps of {"name": ..., ..., "from_node": [...]} with the default separators and escapes.
+    name, target, graph_id, pass_name, action = head
+    enc = encode_basestring_ascii
+    return (
+        f'{{"name": {enc(name)}, "target": {enc(target)}, "graph_id": {int.__repr__(graph_id)}, '
+        f'"pass_name": {enc(pass_name)}, "action": {enc(action)}, "from_node": [{children}]}}'
+    )
+
+
+def render_from_node(entries: Iterable[Provenance]) -> str:
+    """NodeSources as torch.export writes ``from_node`` metadata: ``json.dumps`` of their dicts."""
+    return "[" + ", ".join(_entry_text(e[:5], render_from_node(e.from_node)[1:-1]) for e in entries) + "]"
+
+
+def _provenance(value: Any) -> Provenance | None:
+    if type(value) is not dict or tuple(value) != PROVENANCE_KEYS:
+        return None
+    name, target, graph_id, pass_name, action, children = value.values()
+    if (
+        type(name) is not str
+        or type(target) is not str
+        or type(graph_id) is not int
+        or not _I64_MIN <= graph_id <= _I64_MAX
+        or type(pass_name) is not str
+        or type(action) is not str
+        or type(children) is not list
+    ):
+        return None
+    kids = []
+    for child in children:
+        p = _provenance(child)
+        if p is None:
+            return None
+        kids.append(p)
+    return Provenance(name, target, graph_id, pass_name, action, tuple(kids))
+
+
+def _encodable(p: Provenance) -> bool:
+    try:
+        for s in (p.name, p.target, p.pass_name, p.action):
+            s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return all(map(_encodable, p.from_node))
+
+
+def parse_from_node(text: str) -> list[Provenance] | None:
+    """Parse ``from_node`` metadata into NodeSources; ``None`` unless they render back into exactly ``text``.
+
+    Exactly: a JSON list of objects with torch's six keys in torch's order and types (``graph_id`` a
+    64-bit integer), written by ``json.dumps`` with its defaults (``", "``, ``": "``, ASCII escapes).
+    """
+    if not text.startswith("["):
+        return None
+    try:
+        value = json.loads(text)
+        if type(value) is not list:
+            return None
+        entries = []
+        for item in value:
+            p = _provenance(item)
+            if p is None:
+                return None
+            entries.append(p)
+        if json.dumps(value) != text:
+            return None
+    except (ValueError, RecursionError):
+        return None
+    # A lone surrogate escape ("\ud800") decodes to a str no codec can encode: keep such text verbatim.
+    if "\\ud" in text and not all(map(_encodable, entries)):
+        return None
+    return entries
+
+
+class ProvenanceRenderer:
+    """Renders rows of a provenance table (schema 1.1+) back into torch's JSON, one cached text per row.
+
+    Works on the table's plain columns, so every schema version's model can use it. Rows are
+    rendered children first, without recursion, so any depth renders; a child that is not
+    below its parent (only in an unvalidated document) raises ValueError.
+    """
+
+    __slots__ = ("_cols", "_starts", "_strings", "_texts")
+
+    def __init__(self, strings: Sequence[str], table: Any) -> None:
+        self._strings = strings
+        self._cols: tuple[Sequence[int], ...] = (
+            table.name,
+            table.target,
+            table.graph_id,
+            table.pass_name,
+            table.action,
+            table.children,
+        )
+        starts = [0]
+        total = 0
+        for n in table.child_count:
+            total += n
+            starts.append(total)
+        self._starts = starts
+        self._texts: dict[int, str] = {}
+
+    def children(self, row: int) -> Sequence[int]:
+        """The rows of ``row``'s own ``from_node`` list."""
+        return self._cols[5][self._starts[row] : self._starts[row + 1]]
+
+    def _fill(self, row: int) -> None:
+        texts, todo, stack = self._texts, set(), [row]
+        while stack:
+            r = stack.pop()
+            if r in texts or r in todo:
+                continue
+            todo.add(r)
+            for c in self.children(r):
+                if c >= r:
+                    raise ValueError(f"provenance row {r} has child {c}, which is not an earlier row")
+                stack.append(c)
+        s = self._strings
+        name, target, graph_id, pass_name, action, _ = self._cols
+        for r in sorted(todo):
+            kids = ", ".join(texts[c] for c in self.children(r))
+            texts[r] = _entry_text((s[name[r]], s[target[r]], graph_id[r], s[pass_name[r]], s[action[r]]), kids)
+
+    def text(self, row: int) -> str:
+        """One NodeSource row as a JSON object."""
+        text = self._texts.get(row)
+        if text is None:
+            self._fill(row)
+            text = self._texts[row]
+        return text
+
+    def render(self, rows: Iterable[int]) -> str:
+        """A ``from_node`` list of rows, as torch's JSON text."""
+        return "[" + ", ".join(map(self.text, rows)) + "]"
+
+    def entries(self, rows: Iterable[int]) -> list[Provenance]:
+        """A ``from_node`` list of rows, as :class:`Provenance` trees (shared rows give shared tuples)."""
+        built: dict[int, Provenance] = {}
+        s = self._strings
+        name, target, graph_id, pass_name, action, _ = self._cols
+        out = []
+        for row in rows:
+            self.text(row)  # checks the rows below it
+            todo, stack = set(), [row]
+            while stack:
+                r = stack.pop()
+                if r not in built and r not in todo:
+                    todo.add(r)
+                    stack.extend(self.children(r))
+            for r in sorted(todo):
+                kids = tuple(built[c] for c in self.children(r))
+                built[r] = Provenance(s[name[r]], s[target[r]], graph_id[r], s[pass_name[r]], s[action[r]], kids)
+            out.append(built[row])
+        return out

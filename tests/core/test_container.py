@@ -80,7 +80,7 @@ def test_unknown_versions() -> None:
     data = tracepack.dumps(_doc())
     with pytest.raises(VersionError, match="container version 9"):
         tracepack.loads(_reheader(data, container_version=9))
-    with pytest.raises(VersionError, match=r"schema version 7\.0 is not readable by this build"):
+    with pytest.raises(VersionError, match=r"schema version 7\.\d+ is not readable by this build"):
         tracepack.loads(_reheader(data, schema_major=7))
 
 

@@ -12,4 +12,7 @@ VERSIONS: Final[tuple[tuple[int, int], ...]] = (
     (1, 1),
 )
 #: The released versions (``status = "released"``), oldest first: the ones files may be written with.
-RELEASED: Final[tuple[tuple[int, int], ...]] = ((1, 0),)
+RELEASED: Final[tuple[tuple[int, int], ...]] = (
+    (1, 0),
+    (1, 1),
+)

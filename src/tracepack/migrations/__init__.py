@@ -12,11 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tracepack.errors import VersionError
+from tracepack.migrations import v1_0_to_v1_1
 
 __all__ = ["STEPS", "downgrade", "upgrade"]
 
 #: ``(from, to) -> (upgrade, downgrade)``, in release order.
-STEPS: dict[tuple[tuple[int, int], tuple[int, int]], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+STEPS: dict[tuple[tuple[int, int], tuple[int, int]], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    (v1_0_to_v1_1.FROM, v1_0_to_v1_1.TO): (v1_0_to_v1_1.upgrade, v1_0_to_v1_1.downgrade),
+}
 
 
 def upgrade(raw: Any, version: tuple[int, int], target: tuple[int, int]) -> Any:
@@ -32,6 +35,13 @@ def upgrade(raw: Any, version: tuple[int, int], target: tuple[int, int]) -> Any:
 
 def downgrade(raw: Any, version: tuple[int, int], target: tuple[int, int]) -> Any:
     """Migrate a document of ``version`` down to ``target``; refuse where information would be lost."""
+    if target > version:
+        raise VersionError(
+            f"cannot write schema {target[0]}.{target[1]}: this build writes {version[0]}.{version[1]} "
+            "and the releases before it",
+            where="version",
+            expected=f"a released version up to {version[0]}.{version[1]}",
+        )
     while version != target:
         step = next(((a, b) for (a, b) in STEPS if b == version), None)
         if step is None:
