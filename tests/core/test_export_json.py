@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -106,3 +107,113 @@ def test_expand_needs_an_imported_document() -> None:
     b = tracepack.DocumentBuilder()
     with pytest.raises(tracepack.UsageError, match=r"was not imported from a torch model\.json"):
         export_model_json(b.build())
+
+
+# -- older torch.export schemas -------------------------------------------------------------------
+#
+# torch 2.13 writes schema 8.20; the files below are the bundled sample reshaped the way older
+# majors laid programs out (keys they did not have yet removed): 7.x without guards_code and
+# is_hop_single_tensor_return, 6.x also without node names, argument kinds, torch_version and
+# treespec_namedtuple_fields, 5.x also with `dialect` instead of `verifiers` and no module metadata.
+
+
+def older(major: int) -> dict[str, Any]:
+    model = json.loads(sample_model_json())
+    gm, graph = model["graph_module"], model["graph_module"]["graph"]
+    model["schema_version"] = {"major": major, "minor": {7: 2, 6: 3, 5: 1}[major]}
+    del model["guards_code"]
+    graph.pop("sym_float_values")
+    for node in graph["nodes"]:
+        del node["is_hop_single_tensor_return"]
+        if major <= 6:
+            del node["name"]
+            for a in node["inputs"]:
+                del a["kind"]
+    if major <= 6:
+        del model["torch_version"], gm["treespec_namedtuple_fields"]
+    if major == 5:
+        del model["verifiers"], gm["metadata"]
+        model["dialect"] = "TRAINING"
+    return model
+
+
+@pytest.mark.parametrize("major", [5, 6, 7])
+@pytest.mark.parametrize("codec", ["json", "msgpack", "flatbuffers"])
+def test_older_schema_majors(major: int, codec: str) -> None:
+    model = older(major)
+    data = json.dumps(model).encode()
+    doc = import_model_json(data)
+    back = export_model_json(tracepack.loads(tracepack.dumps(doc, codec=codec)))
+    assert json.loads(back) == model
+    assert back == data
+    layout = json.loads(next(e.json for e in doc.raw.extensions if e.name == "torch.export/nodes"))
+    assert layout["whole"] == {}, "a node of an older schema was kept as JSON"
+    nodes = model["graph_module"]["graph"]["nodes"]
+    for raw, node in zip(nodes, doc.nodes(), strict=True):
+        assert node.raw.stack != 0
+        assert node.meta == raw["metadata"]
+        assert node.name == raw.get("name", raw["outputs"][0].get("as_tensor", {}).get("name", node.name))
+
+
+def co_fileinfo(model: dict[str, Any], sep: str = ":") -> dict[str, Any]:
+    """The sample in schema 5.3's compact form: file and line tables, traces as file:line pairs."""
+    from tracepack.traces import parse_stack_trace
+
+    model["schema_version"] = {"major": 5, "minor": 3}
+    files: dict[str, dict[str, dict[str, str]]] = {}
+    graph = model["graph_module"]["graph"]
+    for node in graph["nodes"]:
+        parsed = parse_stack_trace(node["metadata"]["stack_trace"])
+        assert parsed is not None
+        pairs = []
+        for f in parsed[0]:
+            lines = files.setdefault(f.file, {})
+            lines.setdefault(str(f.line), {"name": f.name, "line": f.text})
+            pairs.append(f"{list(files).index(f.file)}{sep}{f.line}")
+        node["metadata"]["stack_trace"] = ";".join(pairs)
+    graph["co_fileinfo_ordered_list"] = [{"file_name": f, "line_info_map": lines} for f, lines in files.items()]
+    return model
+
+
+@pytest.mark.parametrize("sep", [":", ","])
+def test_schema_5_3_file_tables(sep: str) -> None:
+    original = json.loads(sample_model_json())["graph_module"]["graph"]["nodes"]
+    model = co_fileinfo(older(5), sep)
+    data = json.dumps(model).encode()
+    doc = import_model_json(data)
+    assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == data
+    program = next(e.json for e in doc.raw.extensions if e.name == "torch.export/program")
+    assert "line_info_map" not in program, "the file list was kept as JSON instead of in the tables"
+    co = model["graph_module"]["graph"]["co_fileinfo_ordered_list"]
+    assert [doc.strings[i] for i in doc.raw.files.name[1 : len(co) + 1]] == [c["file_name"] for c in co]
+    assert len(doc.raw.lines.line) - 1 == sum(len(c["line_info_map"]) for c in co)
+    for raw, node, full in zip(model["graph_module"]["graph"]["nodes"], doc.nodes(), original, strict=True):
+        assert node.meta == raw["metadata"]  # the compact text, as in the file
+        assert node.stack_trace == full["metadata"]["stack_trace"]  # the trace it stands for
+
+
+def test_schema_5_3_odd_traces_stay_verbatim() -> None:
+    model = co_fileinfo(older(5))
+    nodes = model["graph_module"]["graph"]["nodes"]
+    nodes[0]["metadata"]["stack_trace"] = "99:1"  # no such file
+    nodes[1]["metadata"]["stack_trace"] = "not a compact trace"
+    model["graph_module"]["graph"]["co_fileinfo_ordered_list"][0]["line_info_map"]["007"] = {"name": "f", "line": ""}
+    data = json.dumps(model).encode()
+    assert export_model_json(import_model_json(data)) == data
+
+
+def test_nested_graphs_share_the_tables() -> None:
+    """A torch.cond-like node: its branch graphs' nodes are document nodes, named under the node."""
+    model = json.loads(sample_model_json())
+    nodes = model["graph_module"]["graph"]["nodes"]
+    branch = {"inputs": [], "outputs": [], "nodes": nodes[:5], "tensor_values": {}, "is_single_tensor_return": False}
+    holder = dict(
+        nodes[6], inputs=[{"name": "", "arg": {"as_graph": {"name": "true_graph_0", "graph": branch}}, "kind": 1}]
+    )
+    nodes.insert(7, holder | {"name": "cond"})
+    data = json.dumps(model).encode()
+    doc = import_model_json(data)
+    assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == data
+    inner = doc.node(f"cond/true_graph_0/{nodes[2]['name']}")
+    assert inner.stack_trace == nodes[2]["metadata"]["stack_trace"]
+    assert inner.raw.stack == doc.node(nodes[2]["name"]).raw.stack  # one interned stack for both

@@ -13,6 +13,7 @@ from tests.torch.conftest import CORPUS, PT2
 from tracepack.cli import main
 from tracepack.convert.archives import import_archive
 from tracepack.convert.export_json import export_model_json
+from tracepack.convert.pt2 import _walk
 
 torch = pytest.importorskip("torch")
 
@@ -32,11 +33,15 @@ def model_json(path: Path) -> bytes:
         return archive.read(member)
 
 
+def all_nodes(data: bytes) -> list[dict[str, object]]:
+    """Every node of the program, nested graphs' too, in document order."""
+    return [node for _, node in _walk(json.loads(data)["graph_module"]["graph"])]
+
+
 def round_trips(path: Path) -> None:
     original = model_json(path)
     doc = import_archive(str(path), path.read_bytes())
-    nodes = json.loads(original)["graph_module"]["graph"]["nodes"]
-    assert len(doc) == len(nodes)
+    assert len(doc) == len(all_nodes(original))
     for codec, compression in CODECS:
         back = tracepack.loads(tracepack.dumps(doc, codec=codec, compression=compression))
         assert back == doc
@@ -58,8 +63,7 @@ def test_big_model_byte_identical_through_every_codec(big_pt2: Path) -> None:
 def test_every_trace_and_module_stack_is_interned(name: str) -> None:
     path = CORPUS / name
     doc = import_archive(str(path), path.read_bytes())
-    raw_nodes = json.loads(model_json(path))["graph_module"]["graph"]["nodes"]
-    for raw, node in zip(raw_nodes, doc.nodes(), strict=True):
+    for raw, node in zip(all_nodes(model_json(path)), doc.nodes(), strict=True):
         assert node.meta == raw["metadata"]
         if "stack_trace" in raw["metadata"]:
             assert node.raw.stack != 0

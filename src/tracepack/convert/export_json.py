@@ -21,13 +21,15 @@ so the export is exact whatever the input held.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
-from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.errors import DecodeError, LegacyFormatError, UsageError
+from tracepack.traces import FrameKey
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "import_model_json", "is_model_json"]
 
@@ -210,9 +212,8 @@ def _value_json(s: list[str], v: m.Value) -> Any:
     }
 
 
-def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Document:
-    """Convert a torch.export ``model.json`` into a Document (no torch needed)."""
-    obj = _loads(data, source)
+def _check_program(obj: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The program, its graph module and its graph, or a one-line error."""
     if type(obj) is not dict:
         raise LegacyFormatError(
             "top level is not an object", source=source, where="$", expected="a torch.export program"
@@ -232,8 +233,7 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
     try:
         gm = obj["graph_module"]
         graph = gm["graph"]
-        nodes = graph["nodes"]
-        if type(nodes) is not list or type(graph.get("inputs")) is not list or type(graph.get("outputs")) is not list:
+        if not _is_graph(graph):
             raise TypeError
     except (KeyError, TypeError):
         raise LegacyFormatError(
@@ -242,81 +242,312 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
             where="$.graph_module.graph",
             expected="a torch.export program",
         ) from None
+    return obj, gm, graph
 
-    b = DocumentBuilder(producer="torch.export", producer_version=str(obj.get("torch_version", "")))
-    b.add_metadata("torch.export/schema_version", f"{version['major']}.{version['minor']}")
-    tensor_values = graph.get("tensor_values")
-    if type(tensor_values) is dict:
-        for name, meta in tensor_values.items():
-            _add_value(b, name, meta)
-    doc_inputs = [_typed_argument(b, a) for a in graph["inputs"]]
-    doc_outputs = [_typed_argument(b, a) for a in graph["outputs"]]
 
-    # The layout shared by the nodes: key order and the value of every field we do not type.
-    key_orders = Counter(tuple(n) if type(n) is dict else () for n in nodes)
-    keys = list(key_orders.most_common(1)[0][0]) if nodes else ["target", "inputs", "outputs", "metadata", "name"]
-    extra_keys = [k for k in keys if k not in ("target", "inputs", "outputs", "metadata", "name")]
-    extra_defaults = {
-        k: Counter(_dumps(n.get(k)) for n in nodes if type(n) is dict).most_common(1)[0][0] for k in extra_keys
-    }
-    # Nodes kept whole (odd shapes), and per-node values of the untyped fields that differ from the default.
-    whole: dict[str, Any] = {}
-    extras_of: dict[str, Any] = {}
-    typed: list[int] = []
-    for i, n in enumerate(nodes):
-        if type(n) is dict and list(n) == keys and _plain_node(n):
-            try:
-                b.add_node(
-                    n["name"],
-                    n["target"],
-                    inputs=[(a["name"], _typed_argument(b, a["arg"]), a["kind"]) for a in n["inputs"]],
-                    outputs=[_typed_argument(b, a) for a in n["outputs"]],
-                    meta=n["metadata"],
-                )
-                typed.append(i)
-                continue
-            except UsageError:  # a duplicate node name: keep the node verbatim
-                pass
-        b.add_raw_node(_generic_node(b, i, n if type(n) is dict else {}))
-        whole[str(i)] = n
-    b.set_graph(name="graph", inputs=doc_inputs, outputs=doc_outputs)
+def _is_graph(graph: Any) -> bool:
+    return (
+        type(graph) is dict
+        and type(graph.get("nodes")) is list
+        and type(graph.get("inputs")) is list
+        and type(graph.get("outputs")) is list
+    )
 
-    skeleton = dict(obj)
-    skeleton["graph_module"] = dict(gm)
-    skeleton["graph_module"]["graph"] = dict(graph, nodes=[], inputs=[], outputs=[])
-    if type(tensor_values) is dict:
-        skeleton["graph_module"]["graph"]["tensor_values"] = {}
-    b.add_extension(PROGRAM_EXTENSION, None, raw_json=_dumps(skeleton))
-    doc = b.build()
 
-    # Check every typed node against its input; keep the ones that do not come back equal.
-    renderer = _MetaRenderer(doc)
-    strings, stored = doc.raw.strings, doc.raw.graph.nodes
-    for i in typed:
-        n = nodes[i]
-        extras = {k: n[k] for k in extra_keys}
-        if any(_dumps(v) != extra_defaults[k] for k, v in extras.items()):
-            extras_of[str(i)] = extras
-        if _dumps(_node_json(strings, renderer, stored[i], keys, extras)) != _dumps(n):
-            whole[str(i)] = n
-    defaults = {k: json.loads(v) for k, v in extra_defaults.items()}
-    layout = {"keys": keys, "defaults": defaults, "extras": extras_of, "whole": whole}
-    doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
+def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Document:
+    """Convert a torch.export ``model.json`` into a Document (no torch needed).
+
+    Schema majors 5 to 8 are read. Graphs nested in node arguments (``torch.cond``, ``map``)
+    are imported into the same tables, their nodes named ``<node>/<graph>/<name>``; schema
+    5.3's ``co_fileinfo_ordered_list`` (file and line tables of its own, with node stack traces
+    as file indices and line numbers) fills the file and line tables.
+    """
+    obj = _loads(data, source)
+    _check_program(obj, source)
+    importer = _Importer(obj, structured=True)
+    doc = importer.run()
+    if (importer.graphs or importer.co is not None) and _export(doc) != _dumps(obj):
+        # Nested graphs and 5.3 file tables are checked as a whole; keep them as JSON if they
+        # do not come back exactly (every node is still checked on its own).
+        doc = _Importer(obj, structured=False).run()
     return doc
 
 
-def _plain_node(n: dict[str, Any]) -> bool:
+# -- schema 5.3: co_fileinfo_ordered_list --------------------------------------------------------
+
+_CO_PAIR = re.compile(r"(0|[1-9][0-9]*)([,:])(0|[1-9][0-9]*)")
+
+
+def _co_tables(graph: dict[str, Any]) -> list[tuple[str, list[tuple[int, str, str]]]] | None:
+    """Schema 5.3's file list as ``(file, [(line, name, text)])``, or None if absent or odd."""
+    co = graph.get("co_fileinfo_ordered_list")
+    if type(co) is not list or not co:
+        return None
+    out = []
+    for entry in co:
+        if type(entry) is not dict or list(entry) != ["file_name", "line_info_map"]:
+            return None
+        name, lines = entry["file_name"], entry["line_info_map"]
+        if type(name) is not str or type(lines) is not dict:
+            return None
+        rows = []
+        for key, info in lines.items():
+            if not (type(key) is str and key.isdigit() and str(int(key)) == key):
+                return None
+            if type(info) is not dict or list(info) != ["name", "line"]:
+                return None
+            if type(info["name"]) is not str or type(info["line"]) is not str:
+                return None
+            rows.append((int(key), info["name"], info["line"]))
+        out.append((name, rows))
+    return out
+
+
+def _co_frames(text: str, files: list[tuple[str, dict[int, tuple[str, str]]]]) -> list[FrameKey] | None:
+    """A 5.3 node stack trace (``file:line`` or ``file,line`` pairs joined by ``;``) as frames."""
+    frames = []
+    for part in text.split(";"):
+        match = _CO_PAIR.fullmatch(part)
+        if match is None:
+            return None
+        index, line = int(match.group(1)), int(match.group(3))
+        if index >= len(files) or line not in files[index][1]:
+            return None
+        file, lines = files[index]
+        name, code = lines[line]
+        frames.append(FrameKey(file, line, name, code))
+    return frames
+
+
+# -- import --------------------------------------------------------------------------------------
+
+
+class _Importer:
+    """One pass over a program: nodes of every graph, values, arguments, tables."""
+
+    def __init__(self, obj: dict[str, Any], *, structured: bool) -> None:
+        self.obj = obj
+        self.nested = self.structured = structured
+        self.gm = obj["graph_module"]
+        self.graph = self.gm["graph"]
+        version = obj["schema_version"]
+        self.b = DocumentBuilder(producer="torch.export", producer_version=str(obj.get("torch_version", "")))
+        self.b.add_metadata("torch.export/schema_version", f"{version['major']}.{version['minor']}")
+        # Every node of every graph (nested ones after the node whose argument holds them).
+        self.raw_nodes: list[Any] = []
+        self.prefixes: list[str] = []
+        self.graphs: list[list[int]] = []
+        self.typed: list[int] = []
+        self.whole: dict[str, Any] = {}
+        self.names: set[str] = set()
+        nodes = self._all_nodes(self.graph)
+        orders = Counter(tuple(n) if type(n) is dict else () for n in nodes)
+        self.keys = list(orders.most_common(1)[0][0]) if nodes else ["target", "inputs", "outputs", "metadata", "name"]
+        inputs = Counter(
+            tuple(a) if type(a) is dict else ()
+            for n in nodes
+            if type(n) is dict and type(n.get("inputs")) is list
+            for a in n["inputs"]
+        )
+        self.input_keys = list(inputs.most_common(1)[0][0]) if inputs else ["name", "arg", "kind"]
+        if self.input_keys not in (["name", "arg", "kind"], ["name", "arg"]):
+            self.input_keys = ["name", "arg", "kind"]
+        self.extra_keys = [k for k in self.keys if k not in _NODE_FIELDS]
+        self.extra_defaults = {
+            k: Counter(_dumps(n.get(k)) for n in nodes if type(n) is dict).most_common(1)[0][0] for k in self.extra_keys
+        }
+        self.co: list[tuple[str, dict[int, tuple[str, str]]]] | None = None
+        self.co_rows: list[tuple[str, list[int]]] = []
+
+    def _all_nodes(self, graph: dict[str, Any]) -> list[Any]:
+        out: list[Any] = []
+        for n in graph["nodes"]:
+            out.append(n)
+            if self.nested and type(n) is dict:
+                for sub in _nested_graphs(n):
+                    out.extend(self._all_nodes(sub["graph"]))
+        return out
+
+    def run(self) -> Document:
+        b = self.b
+        co = _co_tables(self.graph) if self.structured else None
+        if co is not None:
+            self.co = []
+            for file, rows in co:
+                self.co_rows.append((file, [b.frame(FrameKey(file, line, name, code)) for line, name, code in rows]))
+                self.co.append((file, {line: (name, code) for line, name, code in rows}))
+        main = self._graph(self.graph, "")
+        b.set_graph(name="graph", inputs=main[0], outputs=main[1])
+        skeleton = dict(self.obj)
+        skeleton["graph_module"] = dict(self.gm)
+        skeleton["graph_module"]["graph"] = self._skeleton(self.graph)
+        if self.co is not None:
+            skeleton["graph_module"]["graph"]["co_fileinfo_ordered_list"] = []
+        b.add_extension(PROGRAM_EXTENSION, None, raw_json=_dumps(skeleton))
+        doc = b.build()
+        layout: dict[str, Any] = {"keys": self.keys}
+        if self.input_keys != ["name", "arg", "kind"]:
+            layout["input_keys"] = self.input_keys
+        if self.co is not None:
+            frame_line = doc.raw.frames.line
+            layout["co_fileinfo"] = [
+                [doc.raw.lines.file[frame_line[f[0]]] if f else 0, [frame_line[i] for i in f]] for _, f in self.co_rows
+            ]
+            if any(not f for _, f in self.co_rows):
+                del layout["co_fileinfo"]  # a file without lines has no row to point at: keep it verbatim
+                skeleton["graph_module"]["graph"]["co_fileinfo_ordered_list"] = self.graph["co_fileinfo_ordered_list"]
+                doc.raw.extensions[-1] = m.Extension(PROGRAM_EXTENSION, _dumps(skeleton))
+        if self.nested and self.graphs:
+            layout["graphs"] = self.graphs
+        self._check(doc, layout)
+        doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
+        return doc
+
+    def _skeleton(self, graph: dict[str, Any], *, nested: bool = False) -> dict[str, Any]:
+        """The graph without what the document holds: nodes, values, and the main graph's inputs and outputs."""
+        out = dict(graph, nodes=[]) if nested else dict(graph, nodes=[], inputs=[], outputs=[])
+        if type(graph.get("tensor_values")) is dict:
+            out["tensor_values"] = {}
+        return out
+
+    def _graph(self, graph: dict[str, Any], prefix: str) -> tuple[list[m.Argument], list[m.Argument]]:
+        """Add a graph's values and nodes (and its nested graphs'); return its typed inputs and outputs."""
+        b = self.b
+        values = graph.get("tensor_values")
+        count = 0
+        if type(values) is dict:
+            for name, meta in values.items():
+                _add_value(b, name, meta)
+                count += 1
+        inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
+        outputs = [] if prefix else [_typed_argument(b, a) for a in graph["outputs"]]
+        start = len(self.raw_nodes)
+        for n in graph["nodes"]:
+            self._node(n, prefix)
+        if prefix:
+            self.graphs[self._graph_slot].extend([len(self.raw_nodes) - start, count])
+        return inputs, outputs
+
+    _graph_slot = 0
+
+    def _node(self, n: Any, prefix: str) -> None:
+        b = self.b
+        i = len(self.raw_nodes)
+        self.raw_nodes.append(n)
+        self.prefixes.append(prefix)
+        if type(n) is dict and list(n) == self.keys and _plain_node(n, self.input_keys):
+            name = self._name(n, i, prefix)
+            subs: list[dict[str, Any]] = []
+            try:
+                b.add_node(
+                    name,
+                    n["target"],
+                    inputs=[(a["name"], self._argument(a["arg"], subs), a.get("kind", 0)) for a in n["inputs"]],
+                    outputs=[_typed_argument(b, a) for a in n["outputs"]],
+                    meta=n["metadata"],
+                    **self._co_stack(n["metadata"]),
+                )
+                self.names.add(name)
+                self.typed.append(i)
+                for sub in subs:
+                    slot = len(self.graphs)
+                    self.graphs.append([])
+                    saved, self._graph_slot = self._graph_slot, slot
+                    self._graph(sub["graph"], f"{name}/{sub['name']}/")
+                    self._graph_slot = saved
+                return
+            except UsageError:  # a duplicate node name: keep the node verbatim
+                pass
+        b.add_raw_node(_generic_node(b, i, n if type(n) is dict else {}))
+        self.whole[str(i)] = n
+
+    def _name(self, n: dict[str, Any], i: int, prefix: str) -> str:
+        if "name" in n:
+            return f"{prefix}{n['name']}"
+        # Schemas before 8 have no node names: name the node after its first output, as torch does.
+        outs = n["outputs"]
+        first = outs[0] if outs else None
+        tensor = first.get("as_tensor") if type(first) is dict else None
+        name = tensor.get("name") if type(tensor) is dict else None
+        candidate = f"{prefix}{name}" if type(name) is str else f"{prefix}#{i}"
+        return candidate if candidate not in self.names else f"{prefix}#{i}"
+
+    def _co_stack(self, meta: dict[str, str]) -> dict[str, Any]:
+        """A 5.3 compact stack trace as the node's stack (the metadata keeps the compact text)."""
+        if self.co is None or "stack_trace" not in meta:
+            return {}
+        frames = _co_frames(meta["stack_trace"], self.co)
+        return {} if frames is None else {"stack_trace": frames}
+
+    def _argument(self, arg: Any, subs: list[dict[str, Any]]) -> m.Argument:
+        sub = _as_graph(arg) if self.nested else None
+        if sub is not None:
+            subs.append(sub)
+            inner = {"name": sub["name"], "graph": self._skeleton(sub["graph"], nested=True)}
+            return m.ArgGeneric(self.b.string("as_graph"), self.b.string(_dumps(inner)))
+        return _typed_argument(self.b, arg)
+
+    def _check(self, doc: Document, layout: dict[str, Any]) -> None:
+        """Rebuild every typed node; keep the ones that do not come back equal verbatim."""
+        renderer = _MetaRenderer(doc)
+        strings, stored = doc.raw.strings, doc.raw.graph.nodes
+        extras_of: dict[str, Any] = {}
+        nested_holders = set()
+        if self.nested:
+            nested_holders = {i for i in self.typed if _nested_graphs(self.raw_nodes[i])}
+        for i in self.typed:
+            n = self.raw_nodes[i]
+            extras = {k: n[k] for k in self.extra_keys}
+            if any(_dumps(v) != self.extra_defaults[k] for k, v in extras.items()):
+                extras_of[str(i)] = extras
+            if i in nested_holders:
+                continue  # checked with the whole file
+            rebuilt = _node_json(
+                strings, renderer, stored[i], self.keys, extras, prefix=self.prefixes[i], input_keys=self.input_keys
+            )
+            if _dumps(rebuilt) != _dumps(n):
+                self.whole[str(i)] = n
+        layout["defaults"] = {k: json.loads(v) for k, v in self.extra_defaults.items()}
+        layout["extras"] = extras_of
+        layout["whole"] = self.whole
+
+
+_NODE_FIELDS = ("target", "inputs", "outputs", "metadata", "name")
+
+
+def _nested_graphs(n: Any) -> list[dict[str, Any]]:
+    """The ``{"name", "graph"}`` of every ``as_graph`` input of a node."""
+    if type(n) is not dict or type(n.get("inputs")) is not list:
+        return []
+    subs = (_as_graph(a.get("arg")) if type(a) is dict else None for a in n["inputs"])
+    return [sub for sub in subs if sub is not None]
+
+
+def _as_graph(arg: Any) -> dict[str, Any] | None:
+    """The ``{"name", "graph"}`` of an ``{"as_graph": ...}`` argument, or None."""
+    if type(arg) is not dict or list(arg) != ["as_graph"]:
+        return None
+    sub = arg["as_graph"]
+    ok = type(sub) is dict and list(sub) == ["name", "graph"] and type(sub["name"]) is str and _is_graph(sub["graph"])
+    return sub if ok else None
+
+
+def _plain_node(n: dict[str, Any], input_keys: list[str]) -> bool:
     """Whether a node's fields have the types the typed form holds."""
     meta = n["metadata"]
+    kinds = "kind" in input_keys
     return (
-        type(n["name"]) is str
+        ("name" not in n or type(n["name"]) is str)
         and type(n["target"]) is str
         and type(meta) is dict
         and all(type(k) is str and type(v) is str for k, v in meta.items())
         and type(n["inputs"]) is list
         and type(n["outputs"]) is list
         and all(
-            type(a) is dict and list(a) == ["name", "arg", "kind"] and type(a["name"]) is str and a["kind"] in (0, 1, 2)
+            type(a) is dict
+            and list(a) == input_keys
+            and type(a["name"]) is str
+            and (not kinds or (type(a["kind"]) is int and a["kind"] in (0, 1, 2)))
             for a in n["inputs"]
         )
     )
@@ -329,16 +560,33 @@ def _generic_node(b: DocumentBuilder, i: int, n: dict[str, Any]) -> m.Node:
     )
 
 
-def _node_json(s: list[str], b: _MetaRenderer, node: m.Node, keys: list[str], extras: dict[str, Any]) -> dict[str, Any]:
+def _node_json(
+    s: list[str],
+    b: _MetaRenderer,
+    node: m.Node,
+    keys: list[str],
+    extras: dict[str, Any],
+    *,
+    prefix: str,
+    input_keys: list[str],
+    arg: Any = None,
+) -> dict[str, Any]:
     """Rebuild a node's torch JSON from its stored form, in torch's key order."""
+    argument = arg or (lambda a: _argument_json(s, a))
     out: dict[str, Any] = {}
+    kinds = "kind" in input_keys
     for k in keys:
         if k == "target":
             out[k] = s[node.target]
         elif k == "name":
-            out[k] = s[node.name]
+            out[k] = s[node.name].removeprefix(prefix)
         elif k == "inputs":
-            out[k] = [{"name": s[a.name], "arg": _argument_json(s, a.arg), "kind": int(a.kind)} for a in node.inputs]
+            out[k] = [
+                {"name": s[a.name], "arg": argument(a.arg), "kind": int(a.kind)}
+                if kinds
+                else {"name": s[a.name], "arg": argument(a.arg)}
+                for a in node.inputs
+            ]
         elif k == "outputs":
             out[k] = [_argument_json(s, a) for a in node.outputs]
         elif k == "metadata":
@@ -380,25 +628,93 @@ def _extension(doc: Document, name: str) -> Any:
 
 def export_model_json(doc: Document) -> bytes:
     """Write the torch.export ``model.json`` a document was imported from, byte for byte."""
+    return _export(doc).encode("ascii")
+
+
+def _export(doc: Document) -> str:
     program = _extension(doc, PROGRAM_EXTENSION)
     layout = _extension(doc, NODES_EXTENSION)
-    s = doc.raw.strings
-    g = doc.raw.graph
-    renderer = _MetaRenderer(doc)
-    keys, defaults, extras_of, whole = layout["keys"], layout["defaults"], layout["extras"], layout["whole"]
-    nodes = []
-    for i, node in enumerate(g.nodes):
-        kept = whole.get(str(i))
-        if kept is not None:
-            nodes.append(kept)
-            continue
-        extras = dict(defaults)
-        extras.update(extras_of.get(str(i), {}))
-        nodes.append(_node_json(s, renderer, node, keys, extras))
-    graph = program["graph_module"]["graph"]
-    graph["nodes"] = nodes
-    graph["inputs"] = [_argument_json(s, a) for a in g.inputs]
-    graph["outputs"] = [_argument_json(s, a) for a in g.outputs]
-    if "tensor_values" in graph:
-        graph["tensor_values"] = {s[v.name]: _value_json(s, v) for v in g.values}
-    return _dumps(program).encode("ascii")
+    return _dumps(_Exporter(doc, program, layout).run())
+
+
+class _Exporter:
+    def __init__(self, doc: Document, program: Any, layout: Any) -> None:
+        self.doc = doc
+        self.program = program
+        self.s = doc.raw.strings
+        self.renderer = _MetaRenderer(doc)
+        self.keys = layout["keys"]
+        self.input_keys = layout.get("input_keys", ["name", "arg", "kind"])
+        self.defaults = layout["defaults"]
+        self.extras_of = layout["extras"]
+        self.whole = layout["whole"]
+        self.graphs: list[list[int]] = layout.get("graphs", [])
+        self.co = layout.get("co_fileinfo")
+        self.nested = "graphs" in layout
+        self.node = 0
+        self.value = 0
+        self.graph_slot = 0
+
+    def run(self) -> Any:
+        g = self.doc.raw.graph
+        graph = self.program["graph_module"]["graph"]
+        total_nested = sum(c[0] for c in self.graphs)
+        nested_values = sum(c[1] for c in self.graphs)
+        self._fill(graph, len(g.nodes) - total_nested, len(g.values) - nested_values, "")
+        graph["inputs"] = [_argument_json(self.s, a) for a in g.inputs]
+        graph["outputs"] = [_argument_json(self.s, a) for a in g.outputs]
+        if self.co is not None:
+            graph["co_fileinfo_ordered_list"] = self._co_fileinfo()
+        return self.program
+
+    def _co_fileinfo(self) -> list[Any]:
+        r, s = self.doc.raw, self.s
+        out = []
+        for file_row, line_rows in self.co:
+            lines = {str(r.lines.line[i]): {"name": s[r.lines.name[i]], "line": s[r.lines.text[i]]} for i in line_rows}
+            out.append({"file_name": s[r.files.name[file_row]], "line_info_map": lines})
+        return out
+
+    def _fill(self, graph: dict[str, Any], n_nodes: int, n_values: int, prefix: str) -> None:
+        s, values = self.s, self.doc.raw.graph.values
+        if "tensor_values" in graph:
+            taken = values[self.value : self.value + n_values]
+            graph["tensor_values"] = {s[v.name]: _value_json(s, v) for v in taken}
+        self.value += n_values
+        nodes = []
+        stored = self.doc.raw.graph.nodes
+        for _ in range(n_nodes):
+            i = self.node
+            self.node += 1
+            kept = self.whole.get(str(i))
+            if kept is not None:
+                nodes.append(kept)
+                continue
+            extras = dict(self.defaults)
+            extras.update(self.extras_of.get(str(i), {}))
+            node = stored[i]
+            name = s[node.name]
+            nodes.append(
+                _node_json(
+                    s,
+                    self.renderer,
+                    node,
+                    self.keys,
+                    extras,
+                    prefix=prefix,
+                    input_keys=self.input_keys,
+                    arg=lambda a, name=name: self._argument(a, name),
+                )
+            )
+        graph["nodes"] = nodes
+
+    def _argument(self, a: m.Argument, owner: str) -> Any:
+        value = _argument_json(self.s, a)
+        if self.nested and isinstance(a, m.ArgGeneric) and self.s[a.variant] == "as_graph":
+            sub = value["as_graph"]
+            if self.graph_slot >= len(self.graphs):
+                raise DecodeError("more nested graphs than the layout records", where="$.extensions")
+            n_nodes, n_values = self.graphs[self.graph_slot]
+            self.graph_slot += 1
+            self._fill(sub["graph"], n_nodes, n_values, f"{owner}/{sub['name']}/")
+        return value
