@@ -603,20 +603,7 @@ class _MetaRenderer:
         self.doc = doc
 
     def meta_of(self, node: m.Node) -> dict[str, str]:
-        # Schema 1.1 lifts more metadata (from_node): the document renders what it lifted.
-        node_meta = getattr(self.doc, "node_meta", None)
-        if node_meta is not None:
-            return dict(node_meta(node))
-        s = self.doc.raw.strings
-        out = {}
-        for k, v in zip(node.meta_keys, node.meta_values, strict=True):
-            if v >= 0:
-                out[s[k]] = s[v]
-            elif v == -1:
-                out[s[k]] = self.doc.stack_trace(node.stack, node.stack_style)
-            else:
-                out[s[k]] = self.doc.module_stack(node.module)
-        return out
+        return self.doc.node_meta(node)
 
 
 def _extension(doc: Document, name: str) -> Any:
