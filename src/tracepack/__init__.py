@@ -81,8 +81,12 @@ def loads(
         data, source=source, max_size=container.DEFAULT_MAX_SIZE if max_size is None else max_size, zstd_dict=zstd_dict
     )
     version = reader_version(header.schema_version, source=source)
+    newer = version != header.schema_version
     _, codec = codec_by_name(header.codec)
-    raw = codec.decode(payload, version, source=source)
+    try:
+        raw = codec.decode(payload, version, source=source)
+    except DecodeError as exc:
+        raise (_from_newer(exc, header.schema_version, version) if newer else exc) from None
     declared = (raw.header.version.major, raw.header.version.minor)
     if raw.header.magic != "tracepack":
         raise DecodeError(
@@ -96,17 +100,33 @@ def loads(
             where="$.header.version",
         )
     try:
-        if validate:
-            from tracepack.versions import generated
+        from tracepack.versions import generated
 
+        if newer:
+            # A newer minor, decoded with the newest model of its major that this build knows: what it
+            # added is skipped, and the document now is that model's version (source_version keeps its own).
+            raw.header.version = generated(version).model.Version(*version)
+        if validate:
             generated(version).validate.validate(raw)
         raw = migrations.upgrade(raw, version, CURRENT)
         doc = Document(raw, source_version=header.schema_version)
         if validate:
             doc.validate()
     except TracepackError as exc:
+        if newer and isinstance(exc, DecodeError):
+            exc = _from_newer(exc, header.schema_version, version)
         raise exc.with_source(source) from None
     return doc
+
+
+def _from_newer(exc: DecodeError, written: tuple[int, int], reader: tuple[int, int]) -> DecodeError:
+    """``exc`` from reading a newer minor: say so, since the file may use what was added since (an enum
+    value, a union variant, a sentinel), which this build cannot know (docs/schema-rules.md, "Reading newer files")."""
+    note = (
+        f" (the file is schema {written[0]}.{written[1]}, newer than {reader[0]}.{reader[1]}, the newest this build "
+        "reads: it may use something added since; a newer tracepack reads it)"
+    )
+    return type(exc)(exc.problem + note, source=exc.source, where=exc.where, expected=exc.expected)
 
 
 def load(

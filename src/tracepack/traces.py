@@ -283,7 +283,7 @@ class ProvenanceRenderer:
     below its parent (only in an unvalidated document) raises ValueError.
     """
 
-    __slots__ = ("_cols", "_starts", "_strings", "_texts")
+    __slots__ = ("_cols", "_lists", "_starts", "_strings", "_texts")
 
     def __init__(self, strings: Sequence[str], table: Any) -> None:
         self._strings = strings
@@ -302,6 +302,7 @@ class ProvenanceRenderer:
             starts.append(total)
         self._starts = starts
         self._texts: dict[int, str] = {}
+        self._lists: dict[tuple[int, ...], str] = {}
 
     def children(self, row: int) -> Sequence[int]:
         """The rows of ``row``'s own ``from_node`` list."""
@@ -333,8 +334,12 @@ class ProvenanceRenderer:
         return text
 
     def render(self, rows: Iterable[int]) -> str:
-        """A ``from_node`` list of rows, as torch's JSON text."""
-        return "[" + ", ".join(map(self.text, rows)) + "]"
+        """A ``from_node`` list of rows, as torch's JSON text (one string object per distinct list)."""
+        key = tuple(rows)
+        text = self._lists.get(key)
+        if text is None:
+            text = self._lists[key] = "[" + ", ".join(map(self.text, key)) + "]"
+        return text
 
     def entries(self, rows: Iterable[int]) -> list[Provenance]:
         """A ``from_node`` list of rows, as :class:`Provenance` trees (shared rows give shared tuples)."""
