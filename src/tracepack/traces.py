@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
+import msgspec
+
 __all__ = [
     "PROVENANCE_KEYS",
     "STYLE_PYTHON",
@@ -247,6 +249,9 @@ def _encodable(p: Provenance) -> bool:
     return all(map(_encodable, p.from_node))
 
 
+_json_decode = msgspec.json.Decoder().decode  # as json.loads, 3x faster; json.dumps below checks the rest
+
+
 def parse_from_node(text: str) -> list[Provenance] | None:
     """Parse ``from_node`` metadata into NodeSources; ``None`` unless they render back into exactly ``text``.
 
@@ -256,7 +261,7 @@ def parse_from_node(text: str) -> list[Provenance] | None:
     if not text.startswith("["):
         return None
     try:
-        value = json.loads(text)
+        value = _json_decode(text)
         if type(value) is not list:
             return None
         entries = []
@@ -267,7 +272,7 @@ def parse_from_node(text: str) -> list[Provenance] | None:
             entries.append(p)
         if json.dumps(value) != text:
             return None
-    except (ValueError, RecursionError):
+    except (msgspec.DecodeError, ValueError, RecursionError):
         return None
     # A lone surrogate escape ("\ud800") decodes to a str no codec can encode: keep such text verbatim.
     if "\\ud" in text and not all(map(_encodable, entries)):
