@@ -27,6 +27,7 @@ CODECS: Final[dict[str, tuple[int, str]]] = {
     "json": (0, "tracepack.codecs.json"),
     "msgpack": (1, "tracepack.codecs.msgpack"),
     "flatbuffers": (2, "tracepack.codecs.flatbuffers"),
+    "columnar": (3, "tracepack.codecs.columnar"),
 }
 CODEC_IDS: Final[dict[int, str]] = {i: name for name, (i, _) in CODECS.items()}
 

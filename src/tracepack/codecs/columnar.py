@@ -1,0 +1,595 @@
+"""The columnar codec: the whole document shredded into one column per path, for compression.
+
+Rows of the positional codec interleave fields (a node's name, target, inputs, stack...), and
+the string-index columns in them grow steadily: zstd sees neither. This codec stores every
+*path* of the typed document as one column, Dremel-style, and delta-codes integer columns
+where that makes them smaller, so a general-purpose compressor finds long runs of alike values.
+
+The payload is a MessagePack map::
+
+    {"format": "tracepack-columnar", "layout": 1,
+     "columns": {path: [encoding, [value, ...]], ...}}
+
+Paths are written like error places, starting at ``$`` (the one ``Document`` row):
+
+``$.a.b``
+    a struct field: one value per row of the struct (``$.graph.nodes[].stack``);
+``P#len`` and ``P[]``
+    a list: its length per row, and all rows' items, concatenated, under ``P[]``
+    (``$.strings#len`` holds one length, ``$.strings[]`` every string);
+``P#tag`` and ``P<id>``
+    a union: its variant id per row (nil for an optional union's None), and the rows of
+    each variant under ``P<id>`` (``$.graph.nodes[].inputs[].arg<2>.name``);
+``P#present``
+    an optional field that is not a union: true where it has a value; the values' rows are
+    shredded under ``P`` itself (``$.header.producer#present``, ``$.header.producer.name``).
+
+``encoding`` is ``"plain"`` (the values) or ``"delta"`` (integer columns only: the first value,
+then each value minus the one before; MessagePack signed integers make zigzag implicit). The
+writer picks delta for an integer column when it makes the column's MessagePack bytes strictly
+smaller, so the choice is deterministic. A column with no rows is not written. Equal
+documents give equal bytes.
+
+Reading is by name, like the JSON codec, for fields, and by number, like MessagePack, for enum
+values and union variants: an unknown column is ignored (a newer minor's field); a missing one
+is the field's default in every row (an older file; a field without a default is an error
+when the struct has rows); an unknown enum value or variant id is an error naming its column.
+Before any object is built, every column is checked: its length against the rows it serves,
+its element types, integer bounds (the model's ``Meta(ge, le)``), enum values, variant ids,
+``#len`` values (non-negative; they sum to the length of the items' columns). Rows filled
+with defaults (no stored column) are capped at the longest column's length, so a few bytes
+cannot ask for a billion rows. Every problem is a :class:`~tracepack.errors.DecodeError` with
+the column's path. Rows are then built at C speed: ``list(map(StructClass, *columns))``,
+lists split with precomputed offsets, deltas undone with ``itertools.accumulate``, union rows
+merged by tag.
+
+The plan (which columns, which checks) is derived from the generated model of each schema
+version with :func:`msgspec.inspect.type_info`: there is no per-version code.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import itertools
+import operator
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+import msgspec.inspect as mi
+
+from tracepack.errors import DecodeError, EncodeError, SchemaError
+from tracepack.versions import generated
+
+__all__ = ["DELTA", "FORMAT", "LAYOUT", "PLAIN", "column_paths", "decode", "decode_model", "encode", "encode_model"]
+
+#: The payload's format marker.
+FORMAT: Final = "tracepack-columnar"
+#: The layout of columns this build writes and reads (the path grammar and encodings above).
+LAYOUT: Final = 1
+#: Column encodings.
+PLAIN: Final = "plain"
+DELTA: Final = "delta"
+
+_NONE_TYPE: Final = type(None)
+#: The element type of a plain ``#len`` column.
+_LENGTH: Final = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Payload(msgspec.Struct, frozen=True):
+    """The payload map (keyed: other keys are ignored). Columns stay raw until a node asks for them."""
+
+    format: str
+    layout: int
+    columns: dict[str, tuple[str, msgspec.Raw]]
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+_ROW: Final = re.compile(r"^`\$\[(\d+)\]")
+
+
+@cache
+def _decoder(t: Any) -> msgspec.msgpack.Decoder[Any]:
+    """A decoder of a list of ``t``: msgspec checks every element's type, bounds and enum value in C."""
+    return msgspec.msgpack.Decoder(list[t])
+
+
+def _int_type(lo: int | None, hi: int | None) -> Any:
+    return int if lo is None and hi is None else Annotated[int, msgspec.Meta(ge=lo, le=hi)]
+
+
+class _Reader:
+    """The columns of one payload, and the checks every node shares."""
+
+    __slots__ = ("columns", "limit", "source")
+
+    def __init__(self, columns: dict[str, tuple[str, msgspec.Raw]], limit: int, source: str | None) -> None:
+        self.columns = columns
+        self.source = source
+        #: The most rows a struct may have without a stored column that counts them.
+        self.limit = limit
+
+    def error(self, where: str, problem: str, expected: str | None = None) -> DecodeError:
+        return DecodeError(problem, source=self.source, where=where, expected=expected)
+
+    def column(self, path: str, n: int, plain: Any, what: str, *, delta: bool = False) -> tuple[list[Any], bool] | None:
+        """Column ``path``: its ``n`` values (deltas undone) and whether it was delta-coded; None when absent.
+
+        ``plain`` is the element type a plain column must hold (checked while decoding); a delta-coded
+        column, allowed when ``delta``, holds integers, whose sums the caller checks.
+        """
+        entry = self.columns.get(path)
+        if entry is None:
+            return None
+        encoding, raw = entry
+        if encoding == PLAIN:
+            decoder = _decoder(plain)
+        elif encoding != DELTA:
+            raise self.error(path, f"unknown column encoding {encoding!r}", expected="'plain' or 'delta'")
+        elif not delta:
+            raise self.error(path, "delta encoding of a column that does not hold integers", expected="'plain'")
+        else:
+            decoder = _decoder(int)
+        try:
+            values: list[Any] = decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            text, _, at = str(exc).rpartition(" - at ")
+            m = _ROW.match(at)
+            raise self.error(path, f"row {m.group(1)}: {text}" if m else f"not a list: {text}", expected=what) from None
+        except msgspec.DecodeError as exc:
+            raise self.error(path, f"not valid MessagePack: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
+        if len(values) != n:
+            raise self.error(path, f"the column has {len(values)} values", expected=f"{n}, one per row")
+        if encoding == DELTA:
+            return list(itertools.accumulate(values)), True
+        return values, False
+
+    def bounds(self, path: str, values: list[int], lo: int | None, hi: int | None) -> None:
+        """Check that the integers ``values`` are in ``lo..hi`` (for delta-coded columns)."""
+        if not values:
+            return
+        if lo is not None and min(values) < lo:
+            row = next(i for i, v in enumerate(values) if v < lo)
+            raise self.error(path, f"row {row} holds {values[row]} (delta-coded)", expected=_range(lo, hi))
+        if hi is not None and max(values) > hi:
+            row = next(i for i, v in enumerate(values) if v > hi)
+            raise self.error(path, f"row {row} holds {values[row]} (delta-coded)", expected=_range(lo, hi))
+
+    def rows(self, path: str, n: int) -> None:
+        """Check ``n`` rows that no stored column counts (defaults, fieldless structs)."""
+        if n > self.limit:
+            raise self.error(
+                path,
+                f"{n} rows without a stored column",
+                expected=f"at most {self.limit} (one per byte of the payload)",
+            )
+
+
+def _range(lo: int | None, hi: int | None) -> str:
+    if lo is None and hi is None:
+        return "integers"
+    if lo is None:
+        return f"integers <= {hi}"
+    if hi is None:
+        return f"integers >= {lo}"
+    return f"integers in {lo}..{hi}"
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+_encoder: Final = msgspec.msgpack.Encoder()
+
+
+class _Writer:
+    """Columns as they are written: path -> (encoding, the encoded values)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self) -> None:
+        self.columns: dict[str, tuple[str, msgspec.Raw]] = {}
+
+    def put(self, path: str, values: Sequence[Any], *, integer: bool = False) -> None:
+        if not values:
+            return
+        data = _encoder.encode(values)
+        encoding = PLAIN
+        if integer and len(values) > 2:
+            deltas = [values[0], *map(operator.sub, values[1:], values[:-1])]
+            try:
+                packed = _encoder.encode(deltas)
+            except OverflowError:  # a delta outside MessagePack's integers: plain it is
+                pass
+            else:
+                if len(packed) < len(data):
+                    data, encoding = packed, DELTA
+        self.columns[path] = (encoding, msgspec.Raw(data))
+
+
+# -- the plan: one node per path of the model --------------------------------------------------------
+
+
+class _Node:
+    """One path of the document: how its rows are written and read back."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        raise NotImplementedError
+
+    def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        """``n`` rows, or None when this path's own column is not stored."""
+        raise NotImplementedError
+
+    def paths(self) -> list[str]:
+        """Every column path under this node, in the order they are written."""
+        raise NotImplementedError
+
+    def required(self, r: _Reader, n: int) -> list[Any]:
+        """``n`` rows; a missing column is an error when there are rows."""
+        values = self.decode(r, n)
+        if values is None:
+            if n:
+                raise r.error(self.path, "the column is missing", expected=f"{n} values")
+            return []
+        return values
+
+
+class _Leaf(_Node):
+    """A column of scalars: ``plain`` is the element type a plain column holds, ``what`` says it in words."""
+
+    __slots__ = ("plain", "what")
+    integer = False
+
+    def __init__(self, path: str, plain: Any, what: str) -> None:
+        super().__init__(path)
+        self.plain = plain
+        self.what = what
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        w.put(self.path, values, integer=self.integer)
+
+    def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        got = r.column(self.path, n, self.plain, self.what, delta=self.integer)
+        if got is None:
+            return None
+        values, summed = got
+        return self.undelta(r, values) if summed else values
+
+    def undelta(self, r: _Reader, values: list[int]) -> list[Any]:
+        """Check (and convert) the sums of a delta-coded column."""
+        raise NotImplementedError
+
+    def paths(self) -> list[str]:
+        return [self.path]
+
+
+class _Int(_Leaf):
+    __slots__ = ("hi", "lo")
+    integer = True
+
+    def __init__(self, path: str, lo: int | None, hi: int | None) -> None:
+        super().__init__(path, _int_type(lo, hi), _range(lo, hi))
+        self.lo, self.hi = lo, hi
+
+    def undelta(self, r: _Reader, values: list[int]) -> list[Any]:
+        r.bounds(self.path, values, self.lo, self.hi)
+        return values
+
+
+class _Enum(_Leaf):
+    __slots__ = ("members",)
+    integer = True
+
+    def __init__(self, path: str, cls: type[enum.IntEnum]) -> None:
+        super().__init__(path, cls, f"{cls.__name__} values " + ", ".join(f"{m.value} ({m.name.lower()})" for m in cls))
+        self.members: dict[int, Any] = {m.value: m for m in cls}
+
+    def undelta(self, r: _Reader, values: list[int]) -> list[Any]:
+        unknown = set(values) - self.members.keys()
+        if unknown:
+            row = next(i for i, v in enumerate(values) if v in unknown)
+            raise r.error(self.path, f"row {row} holds {values[row]} (delta-coded)", expected=self.what)
+        return list(map(self.members.__getitem__, values))
+
+
+class _Field:
+    """A struct field: its node, its getter and how its default fills rows (None: it has no default)."""
+
+    __slots__ = ("default", "get", "node")
+
+    def __init__(self, name: str, node: _Node, default: Callable[[int], list[Any]] | None) -> None:
+        self.node = node
+        self.get = operator.attrgetter(name)
+        self.default = default
+
+
+def _default(f: mi.Field) -> Callable[[int], list[Any]] | None:
+    factory = f.default_factory
+    if factory is not msgspec.NODEFAULT:
+        return lambda n: [factory() for _ in range(n)]
+    value = f.default
+    if value is msgspec.NODEFAULT:
+        return None
+    if isinstance(value, (list, dict, set, bytearray, msgspec.Struct)):  # mutable: one copy per row
+        return lambda n: [msgspec.structs.replace(value) if isinstance(value, msgspec.Struct) else value.copy()
+                          for _ in range(n)]  # fmt: skip
+    return lambda n: [value] * n
+
+
+class _Struct(_Node):
+    __slots__ = ("cls", "fields")
+
+    def __init__(self, path: str, cls: type, fields: list[_Field]) -> None:
+        super().__init__(path)
+        self.cls = cls
+        self.fields = fields
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        if values:
+            for f in self.fields:
+                f.node.encode(list(map(f.get, values)), w)
+
+    def decode(self, r: _Reader, n: int) -> list[Any]:
+        cls = self.cls
+        if not self.fields:
+            r.rows(self.path, n)
+            return [cls() for _ in range(n)]
+        columns = []
+        for f in self.fields:
+            values = f.node.decode(r, n)
+            if values is None:
+                if not n:
+                    values = []
+                elif f.default is None:
+                    raise r.error(
+                        f.node.path, "the column is missing", expected=f"{n} values (the field has no default)"
+                    )
+                else:
+                    r.rows(f.node.path, n)
+                    values = f.default(n)
+            columns.append(values)
+        return list(map(cls, *columns))
+
+    def paths(self) -> list[str]:
+        return [p for f in self.fields for p in f.node.paths()]
+
+
+class _List(_Node):
+    __slots__ = ("item", "len_path")
+
+    def __init__(self, path: str, item: _Node) -> None:
+        super().__init__(path)
+        self.len_path = path + "#len"
+        self.item = item
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        if values:
+            w.put(self.len_path, list(map(len, values)), integer=True)
+            self.item.encode(list(itertools.chain.from_iterable(values)), w)
+
+    def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        got = r.column(self.len_path, n, _LENGTH, "lengths (integers >= 0)", delta=True)
+        if got is None:
+            return None
+        lens, summed = got
+        if summed:
+            r.bounds(self.len_path, lens, 0, None)
+        total = sum(lens)
+        items = self.item.required(r, total)
+        if not items:
+            return [[] for _ in range(n)]
+        ends = list(itertools.accumulate(lens))
+        starts = [0, *ends[:-1]]
+        return list(map(items.__getitem__, map(slice, starts, ends)))
+
+    def paths(self) -> list[str]:
+        return [self.len_path, *self.item.paths()]
+
+
+class _Union(_Node):
+    """A tagged union of structs (and None, when optional): ``#tag``, then each variant's rows."""
+
+    __slots__ = ("nullable", "plain", "tag_of", "tag_path", "variants", "what")
+
+    def __init__(self, path: str, variants: dict[int, _Struct], nullable: bool) -> None:
+        super().__init__(path)
+        self.tag_path = path + "#tag"
+        self.variants = variants
+        self.nullable = nullable
+        self.tag_of: dict[type, int | None] = {v.cls: tag for tag, v in variants.items()}
+        # The known variant ids, as a type msgspec checks while decoding.
+        self.plain: Any = operator.getitem(Literal, tuple(variants))
+        self.what = "variant ids " + ", ".join(f"{t} ({v.cls.__name__})" for t, v in variants.items())
+        if nullable:
+            self.tag_of[_NONE_TYPE] = None
+            self.plain = operator.or_(self.plain, None)
+            self.what += " or nil (none)"
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        if not values:
+            return
+        try:
+            tags = list(map(self.tag_of.__getitem__, map(type, values)))
+        except KeyError as exc:
+            raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=self.path) from None
+        w.put(self.tag_path, tags)
+        present = set(tags)
+        for tag, node in self.variants.items():
+            if tag in present:
+                node.encode(list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))), w)
+
+    def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        got = r.column(self.tag_path, n, self.plain, self.what)
+        if got is None:
+            return None
+        tags = got[0]
+        counts = Counter(tags)
+        rows: dict[int | None, Any] = {}
+        for tag, node in self.variants.items():
+            rows[tag] = iter(node.decode(r, counts.get(tag, 0)))
+        if self.nullable:
+            rows[None] = itertools.repeat(None)
+        return list(map(next, map(rows.__getitem__, tags)))
+
+    def paths(self) -> list[str]:
+        return [self.tag_path, *(p for v in self.variants.values() for p in v.paths())]
+
+
+class _Optional(_Node):
+    """An optional value that is not a union: ``#present``, then the present values' rows at the same path."""
+
+    __slots__ = ("inner", "present_path")
+
+    def __init__(self, path: str, inner: _Node) -> None:
+        super().__init__(path)
+        self.present_path = path + "#present"
+        self.inner = inner
+
+    def encode(self, values: Sequence[Any], w: _Writer) -> None:
+        if values:
+            flags = list(map(operator.is_not, values, itertools.repeat(None)))
+            w.put(self.present_path, flags)
+            self.inner.encode(list(itertools.compress(values, flags)), w)
+
+    def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        got = r.column(self.present_path, n, bool, "booleans")
+        if got is None:
+            return None
+        flags = got[0]
+        present = iter(self.inner.required(r, flags.count(True)))
+        rows = {True: present, False: itertools.repeat(None)}
+        return list(map(next, map(rows.__getitem__, flags)))
+
+    def paths(self) -> list[str]:
+        return [self.present_path, *self.inner.paths()]
+
+
+def _unsupported(path: str, t: Any) -> SchemaError:
+    return SchemaError(f"the columnar codec has no column form for {t!r}", where=path)
+
+
+def _build(t: Any, path: str, seen: tuple[type, ...]) -> _Node:
+    while isinstance(t, mi.Metadata):
+        t = t.type
+    if isinstance(t, mi.StructType):
+        return _build_struct(t, path, seen)
+    if isinstance(t, mi.ListType):
+        if t.min_length is not None or t.max_length is not None:
+            raise _unsupported(path, t)
+        return _List(path, _build(t.item_type, path + "[]", seen))
+    if isinstance(t, mi.UnionType):
+        members = [m for m in t.types if not isinstance(m, mi.NoneType)]
+        nullable = len(members) < len(t.types)
+        structs = [(m.tag, m) for m in members if isinstance(m, mi.StructType) and isinstance(m.tag, int)]
+        if members and len(structs) == len(members):
+            variants = {tag: _build_struct(m, f"{path}<{tag}>", seen) for tag, m in structs}
+            return _Union(path, variants, nullable)
+        if nullable and len(members) == 1:
+            return _Optional(path, _build(members[0], path, seen))
+        raise _unsupported(path, t)
+    if isinstance(t, mi.IntType):
+        if t.multiple_of is not None:
+            raise _unsupported(path, t)
+        lo = t.ge if t.gt is None else t.gt + 1
+        hi = t.le if t.lt is None else t.lt - 1
+        return _Int(path, lo, hi)
+    if isinstance(t, mi.EnumType) and issubclass(t.cls, enum.IntEnum):
+        return _Enum(path, t.cls)
+    if isinstance(t, mi.FloatType):
+        if (t.ge, t.gt, t.le, t.lt, t.multiple_of) != (None,) * 5:
+            raise _unsupported(path, t)
+        return _Leaf(path, float, "numbers")
+    if isinstance(t, mi.BoolType):
+        return _Leaf(path, bool, "booleans")
+    if isinstance(t, mi.StrType) and (t.min_length, t.max_length, t.pattern) == (None, None, None):
+        return _Leaf(path, str, "strings")
+    if isinstance(t, mi.BytesType) and (t.min_length, t.max_length) == (None, None):
+        return _Leaf(path, bytes, "bytes")
+    raise _unsupported(path, t)
+
+
+def _build_struct(t: mi.StructType, path: str, seen: tuple[type, ...]) -> _Struct:
+    if t.cls in seen:
+        raise SchemaError(f"{t.cls.__name__} contains itself: the columnar codec shreds fixed paths", where=path)
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in inspect.signature(t.cls).parameters.values()):
+        raise SchemaError(f"{t.cls.__name__} has keyword-only fields: rows are built positionally", where=path)
+    inner = (*seen, t.cls)
+    fields = [_Field(f.name, _build(f.type, f"{path}.{f.encode_name}", inner), _default(f)) for f in t.fields]
+    return _Struct(path, t.cls, fields)
+
+
+@cache
+def _plan(root: type) -> _Struct:
+    t = mi.type_info(root)
+    if not isinstance(t, mi.StructType):
+        raise SchemaError(f"{root!r} is not a struct", where="$")
+    return _build_struct(t, "$", ())
+
+
+def column_paths(version: tuple[int, int]) -> list[str]:
+    """Every column path of schema ``version``'s documents, in the order they are written."""
+    return _plan(generated(version).model.Document).paths()
+
+
+# -- the codec ---------------------------------------------------------------------------------------
+
+_payload_decoder: Final = msgspec.msgpack.Decoder(_Payload)
+
+
+def encode(raw: Any, version: tuple[int, int]) -> bytes:
+    """Encode a document of the generated model of ``version`` as columns."""
+    root = generated(version).model.Document
+    if type(raw) is not root:
+        raise EncodeError(f"expected a schema {version[0]}.{version[1]} Document, got {type(raw).__qualname__}")
+    return encode_model(raw, root)
+
+
+def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:
+    """Decode columns into the generated model of ``version`` (each column checked before it is used)."""
+    return decode_model(data, generated(version).model.Document, source=source)
+
+
+def encode_model(raw: Any, root: type) -> bytes:
+    """Encode ``raw``, an instance of the struct type ``root``, as columns (any msgspec model of the
+    kinds the schema language has: the codec of :func:`encode`, for any root type)."""
+    w = _Writer()
+    try:
+        _plan(root).encode([raw], w)
+        return _encoder.encode({"format": FORMAT, "layout": LAYOUT, "columns": w.columns})
+    except (AttributeError, TypeError, ValueError, OverflowError) as exc:
+        raise EncodeError(f"cannot encode as columns: {type(exc).__name__}: {exc}") from None
+
+
+def decode_model(data: bytes | memoryview, root: type, *, source: str | None = None) -> Any:
+    """Decode columns into an instance of the struct type ``root`` (see :func:`encode_model`)."""
+    plan = _plan(root)
+    try:
+        payload = _payload_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise DecodeError(f"not a columnar payload: {exc}", source=source, where="payload") from None
+    except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
+        raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
+    except RecursionError:
+        raise DecodeError("values nested too deeply", source=source, where="payload") from None
+    if payload.format != FORMAT:
+        raise DecodeError(
+            f"the format marker is {payload.format!r}", source=source, where="payload.format", expected=repr(FORMAT)
+        )
+    if payload.layout != LAYOUT:
+        raise DecodeError(
+            f"columnar layout {payload.layout} is not readable by this build",
+            source=source,
+            where="payload.layout",
+            expected=str(LAYOUT),
+        )
+    return plan.decode(_Reader(payload.columns, len(data), source), 1)[0]
