@@ -24,7 +24,7 @@ from tracepack.codegen.model import Enum, EnumValue, Field, Schema, Struct, Type
 __all__ = ["COMPATIBLE", "EXPECTED", "MUTATIONS", "Mutation", "base_schema", "compatible_changes"]
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
-ALL = ("json", "msgpack", "flatbuffers")
+ALL = ("json", "msgpack", "flatbuffers", "columnar")
 
 #: rule -> (bump, codecs it breaks), written down independently of tracepack.schema_check.rules.
 EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -41,7 +41,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_ADDED_WITHOUT_DEFAULT": ("major", ALL),
     "COLUMN_ADDED_NOT_SPARSE": ("major", ALL),
     "FIELD_REMOVED": ("major", ALL),
-    "FIELD_RENAMED": ("major", ("json",)),
+    "FIELD_RENAMED": ("major", ("json", "columnar")),
     "FIELD_ID_CHANGED": ("major", ("msgpack", "flatbuffers")),
     "FIELD_FB_ID_CHANGED": ("major", ("flatbuffers",)),
     "FIELD_ID_REUSED": ("forbidden", ALL),
@@ -49,7 +49,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers",)),
     "FIELD_TYPE_CHANGED": ("major", ALL),
     "FIELD_DEFAULT_CHANGED": ("forbidden", ALL),
-    "FIELD_DEFAULT_ADDED": ("major", ALL),
+    # columnar writes every column that has rows, defaults included: older readers find it.
+    "FIELD_DEFAULT_ADDED": ("major", ("json", "msgpack", "flatbuffers")),
     "FIELD_DEFAULT_REMOVED": ("major", ALL),
     "FIELD_MADE_OPTIONAL": ("major", ALL),
     "FIELD_MADE_REQUIRED": ("major", ALL),
@@ -64,14 +65,14 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "ENUM_VALUE_ADDED": ("minor", ()),
     "ENUM_VALUE_REMOVED": ("major", ALL),
     "ENUM_VALUE_RENAMED": ("major", ("json",)),
-    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers")),
+    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers", "columnar")),
     "ENUM_VALUE_DEPRECATED_REUSED": ("forbidden", ALL),
     "ENUM_VALUE_DEPRECATED": ("minor", ()),
     "ENUM_VALUE_UNDEPRECATED": ("minor", ()),
     "UNION_VARIANT_ADDED": ("minor", ()),
     "UNION_VARIANT_REMOVED": ("major", ALL),
     "UNION_VARIANT_RENAMED": ("major", ("json",)),
-    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers")),
+    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers", "columnar")),
     "UNION_VARIANT_TYPE_CHANGED": ("major", ALL),
     "UNION_VARIANT_ID_REUSED": ("forbidden", ALL),
     "UNION_VARIANT_DEPRECATED_REUSED": ("forbidden", ALL),

@@ -25,8 +25,11 @@ and not another: the JSON codec keys fields, enum values and union variants
 by **name**; MessagePack uses a field's **position** (its ``id``), enum
 **values** and variant **ids**; FlatBuffers uses explicit field ids (a union
 field takes two, see :func:`tracepack.codegen.emit_fbs.fbs_field_ids`), fixed
-scalar **widths**, enum values and variant ids. The whole table, with worked
-examples, is ``docs/schema-rules.md``.
+scalar **widths**, enum values and variant ids. The columnar codec keys
+fields by **name** (a column per field path, like JSON) but enum **values**
+and variant **ids** by number (like MessagePack), and writes every column
+that has rows, defaults included (unlike JSON and MessagePack, which omit
+defaults). The whole table, with worked examples, is ``docs/schema-rules.md``.
 """
 
 from __future__ import annotations
@@ -37,17 +40,24 @@ from typing import Final, Literal
 __all__ = ["BUMP_ORDER", "CODECS", "RULES", "Bump", "Codec", "Rule", "worst"]
 
 Bump = Literal["none", "minor", "major", "forbidden"]
-Codec = Literal["json", "msgpack", "flatbuffers"]
+Codec = Literal["json", "msgpack", "flatbuffers", "columnar"]
 
 #: Every codec of the format, in the order findings list them.
-CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers")
+CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers", "columnar")
 #: Bumps from least to most severe.
 BUMP_ORDER: Final[tuple[Bump, ...]] = ("none", "minor", "major", "forbidden")
 
 _ALL = CODECS
 _NONE: tuple[Codec, ...] = ()
 _JSON: tuple[Codec, ...] = ("json",)
+#: Codecs that key fields by name: JSON, and columnar (one column per field path).
+_FIELD_NAMES: tuple[Codec, ...] = ("json", "columnar")
+#: Codecs that find fields by position or id.
 _POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers")
+#: Codecs that store enum values and union variants by number.
+_NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers", "columnar")
+#: Codecs that omit fields at their default when writing (columnar writes every column that has rows).
+_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "msgpack", "flatbuffers")
 _FB: tuple[Codec, ...] = ("flatbuffers",)
 
 
@@ -88,7 +98,12 @@ RULES: Final[dict[str, Rule]] = _rules(
         "a list column was added to a table without `sparse = true`: older tables have rows but no values in it",
     ),
     Rule("FIELD_REMOVED", "major", _ALL, "a field was removed (deprecate it instead)"),
-    Rule("FIELD_RENAMED", "major", _JSON, "a field kept its id and type but changed its name: JSON keys by name"),
+    Rule(
+        "FIELD_RENAMED",
+        "major",
+        _FIELD_NAMES,
+        "a field kept its id and type but changed its name: JSON and columnar key by name",
+    ),
     Rule("FIELD_ID_CHANGED", "major", _POSITIONAL, "a field moved to another id: positional codecs read by id"),
     Rule(
         "FIELD_FB_ID_CHANGED",
@@ -108,7 +123,10 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule("FIELD_TYPE_CHANGED", "major", _ALL, "a field's type changed"),
     Rule("FIELD_DEFAULT_CHANGED", "forbidden", _ALL, "a field's default changed: files that omitted it change meaning"),
     Rule(
-        "FIELD_DEFAULT_ADDED", "major", _ALL, "a required field got a default: older readers require what writers omit"
+        "FIELD_DEFAULT_ADDED",
+        "major",
+        _OMIT_DEFAULTS,
+        "a required field got a default: older readers require what writers omit (columnar writes it anyway)",
     ),
     Rule("FIELD_DEFAULT_REMOVED", "major", _ALL, "a field lost its default: files that omitted it no longer decode"),
     Rule("FIELD_MADE_OPTIONAL", "major", _ALL, "a required field became optional: older readers reject null"),
@@ -147,9 +165,7 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule("ENUM_VALUE_ADDED", "minor", _NONE, "an enum value was added"),
     Rule("ENUM_VALUE_REMOVED", "major", _ALL, "an enum value was removed (deprecate it instead)"),
     Rule("ENUM_VALUE_RENAMED", "major", _JSON, "an enum value kept its number but changed its name: JSON writes names"),
-    Rule(
-        "ENUM_VALUE_RENUMBERED", "major", _POSITIONAL, "an enum value changed its number: binary codecs write numbers"
-    ),
+    Rule("ENUM_VALUE_RENUMBERED", "major", _NUMBERS, "an enum value changed its number: binary codecs write numbers"),
     Rule("ENUM_VALUE_DEPRECATED_REUSED", "forbidden", _ALL, "the number of a deprecated enum value now names another"),
     Rule("ENUM_VALUE_DEPRECATED", "minor", _NONE, "an enum value was deprecated"),
     Rule("ENUM_VALUE_UNDEPRECATED", "minor", _NONE, "a deprecated enum value is in use again"),
@@ -162,7 +178,7 @@ RULES: Final[dict[str, Rule]] = _rules(
         _JSON,
         "a variant kept its id and type but changed its name: JSON tags by name",
     ),
-    Rule("UNION_VARIANT_ID_CHANGED", "major", _POSITIONAL, "a variant changed its id: binary codecs tag by id"),
+    Rule("UNION_VARIANT_ID_CHANGED", "major", _NUMBERS, "a variant changed its id: binary codecs tag by id"),
     Rule("UNION_VARIANT_TYPE_CHANGED", "major", _ALL, "a variant kept its name and id but holds another struct"),
     Rule(
         "UNION_VARIANT_ID_REUSED", "forbidden", _ALL, "a variant id now holds a different variant (other name and type)"
