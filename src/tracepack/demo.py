@@ -46,12 +46,12 @@ def _best(fn: Callable[[], Any], rounds: int) -> float:
 
 
 def _codecs() -> list[str]:
+    """Every registered codec this build has."""
     import importlib.util
 
-    names = ["json", "msgpack"]
-    if importlib.util.find_spec("tracepack.codecs.flatbuffers") is not None:
-        names.append("flatbuffers")
-    return names
+    from tracepack.codecs import CODECS
+
+    return [name for name, (_, module) in CODECS.items() if importlib.util.find_spec(module) is not None]
 
 
 def run_demo(*, quick: bool = False) -> int:
