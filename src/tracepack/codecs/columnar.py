@@ -138,9 +138,11 @@ class _Reader:
         try:
             values: list[Any] = decoder.decode(raw)
         except msgspec.ValidationError as exc:
-            text, _, at = str(exc).rpartition(" - at ")
-            m = _ROW.match(at)
-            raise self.error(path, f"row {m.group(1)}: {text}" if m else f"not a list: {text}", expected=what) from None
+            text, sep, at = str(exc).rpartition(" - at ")
+            m = _ROW.match(at) if sep else None
+            if m is None:
+                raise self.error(path, f"not a list of values: {exc}", expected=what) from None
+            raise self.error(path, f"row {m.group(1)}: {text}", expected=what) from None
         except msgspec.DecodeError as exc:
             raise self.error(path, f"not valid MessagePack: {exc}") from None
         except UnicodeDecodeError as exc:

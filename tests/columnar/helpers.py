@@ -1,0 +1,38 @@
+"""Payloads of the columnar codec as plain maps, for tests that add, drop or damage columns."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import msgspec
+
+import tracepack
+from tracepack import container
+from tracepack.codecs import columnar
+
+__all__ = ["columns_of", "pack", "payload_of", "repack"]
+
+
+def payload_of(raw: Any, version: tuple[int, int]) -> dict[str, Any]:
+    """The payload map of ``raw``: ``{"format", "layout", "columns": {path: [encoding, values]}}``."""
+    out: dict[str, Any] = msgspec.msgpack.decode(columnar.encode(raw, version))
+    return out
+
+
+def columns_of(doc: tracepack.Document) -> dict[str, list[Any]]:
+    """The stored columns of ``doc`` (current version), deltas undone: path -> values."""
+    out = {}
+    for path, (encoding, values) in payload_of(doc.raw, doc.version)["columns"].items():
+        out[path] = list(itertools.accumulate(values)) if encoding == columnar.DELTA else values
+    return out
+
+
+def repack(payload: Any) -> bytes:
+    """A payload map (possibly damaged) as payload bytes."""
+    return msgspec.msgpack.encode(payload)
+
+
+def pack(payload: Any, version: tuple[int, int], *, compression: str = "none") -> bytes:
+    """A payload map as a ``.tpk`` container of ``version``."""
+    return container.pack(repack(payload), schema_version=version, codec="columnar", compression=compression)
