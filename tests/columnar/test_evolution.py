@@ -60,6 +60,13 @@ def test_a_missing_column_without_default_is_an_error() -> None:
     assert str(info.value) == (
         "m.tpk: $.graph.nodes[].name: the column is missing; expected 20 values (the field has no default)"
     )
+    # The error names the column that is missing: a list's lengths, a union's variant ids.
+    for path in ("$.strings#len", "$.graph.nodes[].inputs[].arg#tag", "$.graph.nodes[].meta_keys[]"):
+        payload = payload_of(doc.raw, CURRENT)
+        del payload["columns"][path]
+        with pytest.raises(DecodeError) as info:
+            columnar.decode(repack(payload), CURRENT)
+        assert (info.value.where, info.value.problem) == (path, "the column is missing")
 
 
 def test_columns_of_empty_structs_may_be_missing() -> None:

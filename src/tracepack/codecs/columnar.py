@@ -34,14 +34,16 @@ Reading is by name, like the JSON codec, for fields, and by number, like Message
 values and union variants: an unknown column is ignored (a newer minor's field); a missing one
 is the field's default in every row (an older file; a field without a default is an error
 when the struct has rows); an unknown enum value or variant id is an error naming its column.
-Before any object is built, every column is checked: its length against the rows it serves,
-its element types, integer bounds (the model's ``Meta(ge, le)``), enum values, variant ids,
-``#len`` values (non-negative; they sum to the length of the items' columns). Rows filled
-with defaults (no stored column) are capped at the longest column's length, so a few bytes
-cannot ask for a billion rows. Every problem is a :class:`~tracepack.errors.DecodeError` with
-the column's path. Rows are then built at C speed: ``list(map(StructClass, *columns))``,
-lists split with precomputed offsets, deltas undone with ``itertools.accumulate``, union rows
-merged by tag.
+No row is built from a column before the column is checked: its element types, integer
+bounds (the model's ``Meta(ge, le)``), enum values and variant ids (by msgspec, in C, while
+decoding the column; again after undoing deltas), its length against the rows it serves,
+``#len`` values (non-negative; they sum to the length of the items' columns). Rows that no
+stored column counts (defaults, fieldless structs) are capped at one per byte of the payload,
+so a few bytes cannot ask for a billion rows. Every problem is a
+:class:`~tracepack.errors.DecodeError` with the column's path (and the row). Rows are then
+built at C speed: ``list(map(StructClass, *columns))``, lists split with precomputed offsets,
+deltas undone with ``itertools.accumulate``, union rows merged by tag. Columns a reader does
+not know, and columns of paths without rows, are never even decoded.
 
 The plan (which columns, which checks) is derived from the generated model of each schema
 version with :func:`msgspec.inspect.type_info`: there is no per-version code.
@@ -76,8 +78,6 @@ PLAIN: Final = "plain"
 DELTA: Final = "delta"
 
 _NONE_TYPE: Final = type(None)
-#: The element type of a plain ``#len`` column.
-_LENGTH: Final = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class _Payload(msgspec.Struct, frozen=True):
@@ -99,6 +99,11 @@ def _decoder(t: Any) -> msgspec.msgpack.Decoder[Any]:
     return msgspec.msgpack.Decoder(list[t])
 
 
+_INT_LIST: Final = _decoder(int)
+_LENGTHS: Final = _decoder(Annotated[int, msgspec.Meta(ge=0)])
+_BOOLS: Final = _decoder(bool)
+
+
 def _int_type(lo: int | None, hi: int | None) -> Any:
     return int if lo is None and hi is None else Annotated[int, msgspec.Meta(ge=lo, le=hi)]
 
@@ -117,24 +122,26 @@ class _Reader:
     def error(self, where: str, problem: str, expected: str | None = None) -> DecodeError:
         return DecodeError(problem, source=self.source, where=where, expected=expected)
 
-    def column(self, path: str, n: int, plain: Any, what: str, *, delta: bool = False) -> tuple[list[Any], bool] | None:
+    def column(
+        self, path: str, n: int, plain: msgspec.msgpack.Decoder[Any], what: str, *, delta: bool = False
+    ) -> tuple[list[Any], bool] | None:
         """Column ``path``: its ``n`` values (deltas undone) and whether it was delta-coded; None when absent.
 
-        ``plain`` is the element type a plain column must hold (checked while decoding); a delta-coded
-        column, allowed when ``delta``, holds integers, whose sums the caller checks.
+        ``plain`` decodes a plain column, checking each value's type, bounds or enum value; a
+        delta-coded column, allowed when ``delta``, holds integers, whose sums the caller checks.
         """
         entry = self.columns.get(path)
         if entry is None:
             return None
         encoding, raw = entry
         if encoding == PLAIN:
-            decoder = _decoder(plain)
+            decoder = plain
         elif encoding != DELTA:
             raise self.error(path, f"unknown column encoding {encoding!r}", expected="'plain' or 'delta'")
         elif not delta:
             raise self.error(path, "delta encoding of a column that does not hold integers", expected="'plain'")
         else:
-            decoder = _decoder(int)
+            decoder = _INT_LIST
         try:
             values: list[Any] = decoder.decode(raw)
         except msgspec.ValidationError as exc:
@@ -203,7 +210,7 @@ class _Writer:
         data = _encoder.encode(values)
         encoding = PLAIN
         if integer and len(values) > 2:
-            deltas = [values[0], *map(operator.sub, values[1:], values[:-1])]
+            deltas = [values[0], *map(operator.sub, itertools.islice(values, 1, None), values)]
             try:
                 packed = _encoder.encode(deltas)
             except OverflowError:  # a delta outside MessagePack's integers: plain it is
@@ -236,12 +243,17 @@ class _Node:
         """Every column path under this node, in the order they are written."""
         raise NotImplementedError
 
+    @property
+    def column(self) -> str:
+        """The path of this node's own column: the one that says whether it is stored."""
+        return self.path
+
     def required(self, r: _Reader, n: int) -> list[Any]:
         """``n`` rows; a missing column is an error when there are rows."""
         values = self.decode(r, n)
         if values is None:
             if n:
-                raise r.error(self.path, "the column is missing", expected=f"{n} values")
+                raise r.error(self.column, "the column is missing", expected=f"{n} values")
             return []
         return values
 
@@ -254,13 +266,15 @@ class _Leaf(_Node):
 
     def __init__(self, path: str, plain: Any, what: str) -> None:
         super().__init__(path)
-        self.plain = plain
+        self.plain = _decoder(plain)
         self.what = what
 
     def encode(self, values: Sequence[Any], w: _Writer) -> None:
         w.put(self.path, values, integer=self.integer)
 
     def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        if not n:  # no rows: nothing to read (a writer stores no empty column)
+            return []
         got = r.column(self.path, n, self.plain, self.what, delta=self.integer)
         if got is None:
             return None
@@ -342,6 +356,8 @@ class _Struct(_Node):
                 f.node.encode(list(map(f.get, values)), w)
 
     def decode(self, r: _Reader, n: int) -> list[Any]:
+        if not n:
+            return []
         cls = self.cls
         if not self.fields:
             r.rows(self.path, n)
@@ -350,14 +366,12 @@ class _Struct(_Node):
         for f in self.fields:
             values = f.node.decode(r, n)
             if values is None:
-                if not n:
-                    values = []
-                elif f.default is None:
+                if f.default is None:
                     raise r.error(
-                        f.node.path, "the column is missing", expected=f"{n} values (the field has no default)"
+                        f.node.column, "the column is missing", expected=f"{n} values (the field has no default)"
                     )
                 else:
-                    r.rows(f.node.path, n)
+                    r.rows(f.node.column, n)
                     values = f.default(n)
             columns.append(values)
         return list(map(cls, *columns))
@@ -380,7 +394,9 @@ class _List(_Node):
             self.item.encode(list(itertools.chain.from_iterable(values)), w)
 
     def decode(self, r: _Reader, n: int) -> list[Any] | None:
-        got = r.column(self.len_path, n, _LENGTH, "lengths (integers >= 0)", delta=True)
+        if not n:
+            return []
+        got = r.column(self.len_path, n, _LENGTHS, "lengths (integers >= 0)", delta=True)
         if got is None:
             return None
         lens, summed = got
@@ -388,6 +404,8 @@ class _List(_Node):
             r.bounds(self.len_path, lens, 0, None)
         total = sum(lens)
         items = self.item.required(r, total)
+        if n == 1:  # one row (a table's column): its items are the list
+            return [items]
         if not items:
             return [[] for _ in range(n)]
         ends = list(itertools.accumulate(lens))
@@ -396,6 +414,10 @@ class _List(_Node):
 
     def paths(self) -> list[str]:
         return [self.len_path, *self.item.paths()]
+
+    @property
+    def column(self) -> str:
+        return self.len_path
 
 
 class _Union(_Node):
@@ -410,12 +432,13 @@ class _Union(_Node):
         self.nullable = nullable
         self.tag_of: dict[type, int | None] = {v.cls: tag for tag, v in variants.items()}
         # The known variant ids, as a type msgspec checks while decoding.
-        self.plain: Any = operator.getitem(Literal, tuple(variants))
+        ids: Any = operator.getitem(Literal, tuple(variants))
         self.what = "variant ids " + ", ".join(f"{t} ({v.cls.__name__})" for t, v in variants.items())
         if nullable:
             self.tag_of[_NONE_TYPE] = None
-            self.plain = operator.or_(self.plain, None)
+            ids = operator.or_(ids, None)
             self.what += " or nil (none)"
+        self.plain = _decoder(ids)
 
     def encode(self, values: Sequence[Any], w: _Writer) -> None:
         if not values:
@@ -431,6 +454,8 @@ class _Union(_Node):
                 node.encode(list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))), w)
 
     def decode(self, r: _Reader, n: int) -> list[Any] | None:
+        if not n:
+            return []
         got = r.column(self.tag_path, n, self.plain, self.what)
         if got is None:
             return None
@@ -438,13 +463,18 @@ class _Union(_Node):
         counts = Counter(tags)
         rows: dict[int | None, Any] = {}
         for tag, node in self.variants.items():
-            rows[tag] = iter(node.decode(r, counts.get(tag, 0)))
+            if tag in counts:
+                rows[tag] = iter(node.decode(r, counts[tag]))
         if self.nullable:
             rows[None] = itertools.repeat(None)
         return list(map(next, map(rows.__getitem__, tags)))
 
     def paths(self) -> list[str]:
         return [self.tag_path, *(p for v in self.variants.values() for p in v.paths())]
+
+    @property
+    def column(self) -> str:
+        return self.tag_path
 
 
 class _Optional(_Node):
@@ -464,7 +494,9 @@ class _Optional(_Node):
             self.inner.encode(list(itertools.compress(values, flags)), w)
 
     def decode(self, r: _Reader, n: int) -> list[Any] | None:
-        got = r.column(self.present_path, n, bool, "booleans")
+        if not n:
+            return []
+        got = r.column(self.present_path, n, _BOOLS, "booleans")
         if got is None:
             return None
         flags = got[0]
@@ -474,6 +506,10 @@ class _Optional(_Node):
 
     def paths(self) -> list[str]:
         return [self.present_path, *self.inner.paths()]
+
+    @property
+    def column(self) -> str:
+        return self.present_path
 
 
 def _unsupported(path: str, t: Any) -> SchemaError:
