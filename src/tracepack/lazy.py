@@ -6,14 +6,25 @@
 
 Answers are the strings :class:`tracepack.Document` gives, byte for byte: the same
 render functions (:mod:`tracepack.traces`), the same rules for lifted metadata, and
-the same caching (one rendered string per distinct stack and style, per module path).
+the same caching (one rendered string per distinct stack and style, per module path,
+per ``from_node`` list).
+
+A file is read with the generated code of its own schema version (what
+:func:`tracepack.versions.reader_version` picks), nothing is migrated up front, and every
+answer is the one :func:`tracepack.load` gives after migrating to the current version:
+users see one model. A table or column the file's version does not have reads as empty
+(``table_sizes()`` reports the current model's tables, 0 rows for those), a 1.0 node has
+no ``from_node`` provenance, and :attr:`LazyNode.raw` is the node migrated to the current
+model, by the registered migrations, exactly as ``tracepack.load`` migrates it.
 
 Nothing is trusted. Opening checks the container header, the payload length, the root
 and every table header and column length (a few hundred bytes, whatever the document's
 size); every later access checks what it touches: each offset and vector in bounds,
 each vtable sane, each reference below its table's row count (the schema's ``ref``
-facts, generated into ``fbcodec.REFS``), each trie step strictly backwards (so a
-walk always ends). A hostile file raises :class:`~tracepack.errors.DecodeError` or
+facts, generated into ``fbcodec.REFS``), each trie step strictly backwards and each
+provenance child below its parent (so a walk always ends), each ``from_node`` list no
+larger, expanded, than the file could describe (so shared provenance rows cannot make
+one rendering explode). A hostile file raises :class:`~tracepack.errors.DecodeError` or
 :class:`~tracepack.errors.IntegrityError` naming the place -- never IndexError, a
 wrong answer or a hang. :meth:`LazyDocument.verify` is the one-time linear pass
 (checksum, full decode and validation) for when every byte must be vouched for.
@@ -33,17 +44,23 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from types import ModuleType, TracebackType
+from functools import cache
+from itertools import accumulate
+from types import ModuleType, SimpleNamespace, TracebackType
 from typing import Any, Final
+
+import msgspec
 
 from tracepack.codecs import _fbrt as rt
 from tracepack.container import HEADER_SIZE, ContainerHeader, read_header
-from tracepack.document import DebugHandle, resolve_argument
+from tracepack.document import FROM_NODE_KEY, DebugHandle, resolve_argument
 from tracepack.errors import ContainerError, DecodeError, IntegrityError, TracepackError, UsageError
 from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
     ModuleKey,
+    Provenance,
+    ProvenanceRenderer,
     render_frames,
     render_module_hierarchy,
     render_nn_module_stack,
@@ -54,6 +71,41 @@ __all__ = ["LazyDocument", "LazyNode", "open", "trace"]
 _CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers --compression none`"
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
+_NO_ROWS: Final[list[int]] = []
+
+
+@cache
+def _current_fb() -> ModuleType:
+    from tracepack.codecs.flatbuffers import codec_module
+    from tracepack.versions import CURRENT
+
+    return codec_module(CURRENT)
+
+
+@cache
+def _empty_document(version: tuple[int, int]) -> Any:
+    """An empty document in ``version``'s model: the frame a single node is migrated in."""
+    from tracepack import migrations
+    from tracepack.builder import DocumentBuilder
+    from tracepack.versions import CURRENT
+
+    return migrations.downgrade(DocumentBuilder().build_raw(), CURRENT, version)
+
+
+def _upgrade_node(node: Any, version: tuple[int, int]) -> Any:
+    """A node of ``version``'s model in the current model, as ``tracepack.load`` migrates it.
+
+    The registered migrations run on a document that holds just this node (a few microseconds:
+    nodes migrate on their own, every table is shared, not copied).
+    """
+    from tracepack import migrations
+    from tracepack.versions import CURRENT
+
+    if version == CURRENT:
+        return node
+    frame = _empty_document(version)
+    doc = msgspec.structs.replace(frame, graph=msgspec.structs.replace(frame.graph, nodes=[node]))
+    return migrations.upgrade(doc, version, CURRENT).graph.nodes[0]
 
 
 def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
@@ -69,6 +121,19 @@ def trace(path: str | os.PathLike[str], node: str | int) -> str | None:
     """The stack trace of one node (by name, or by index), or None when it has none."""
     with LazyDocument(path) as doc:
         return doc.node(node).stack_trace
+
+
+@cache
+def _added_columns(version: tuple[int, int]) -> tuple[tuple[str, str, str], ...]:
+    """``(table, column, struct code)`` of each column the current model has and ``version``'s lacks."""
+    from tracepack.codecs.flatbuffers import codec_module
+
+    old, new = codec_module(version), _current_fb()
+    out = []
+    for name, (struct_name, _row, _optional) in new.TABLES.items():
+        have = old.COLUMNS[old.TABLES[name][0]] if name in old.TABLES else {}
+        out += [(name, col, code) for col, (code, _role) in new.COLUMNS[struct_name].items() if col not in have]
+    return tuple(out)
 
 
 class _Strings(Sequence[str]):
@@ -95,6 +160,41 @@ class _Strings(Sequence[str]):
         return (self._doc._string(i, f"$.strings[{i}]") for i in range(len(self)))
 
 
+class _CheckedStrings:
+    """The string table as arguments index it: an index out of range is an IntegrityError at ``where``."""
+
+    __slots__ = ("_doc", "_where")
+
+    def __init__(self, doc: LazyDocument, where: str) -> None:
+        self._doc = doc
+        self._where = where
+
+    def __getitem__(self, i: int) -> str:
+        return self._doc._string(i, self._where)
+
+
+class _Provenance:
+    """A document's provenance table, ready to render: what ``LazyDocument`` builds on first use."""
+
+    __slots__ = ("children", "refs", "renderer", "sizes", "starts")
+
+    def __init__(
+        self,
+        renderer: ProvenanceRenderer,
+        children: memoryview,
+        starts: list[int],
+        refs: list[tuple[str, memoryview, str, int]],
+    ) -> None:
+        self.renderer = renderer
+        self.children = children
+        #: Where each row's children start in ``children`` (one more entry than rows).
+        self.starts = starts
+        #: ``(column, view, table it indexes, lowest sentinel)`` of each reference column but ``children``.
+        self.refs = refs
+        #: Checked rows -> how many entries each expands to (capped just above the file's limit).
+        self.sizes: dict[int, int] = {}
+
+
 class LazyDocument:
     """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
 
@@ -105,6 +205,9 @@ class LazyDocument:
         self._stack_cache: dict[tuple[int, int], str] = {}
         self._module_cache: dict[tuple[int, int], str] = {}
         self._name_table: dict[bytes, int] | None = None
+        # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
+        # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
+        self._prov: _Provenance | None = None
         try:
             self._file = builtins.open(self.path, "rb")  # noqa: SIM115 - closed by close()
         except OSError as exc:
@@ -140,7 +243,7 @@ class LazyDocument:
                 source=src,
             )
         self._payload = self._check_payload(whole, header, checksum)
-        version = reader_version(header.schema_version, source=src)
+        version = self._version = reader_version(header.schema_version, source=src)
         self.source_version = header.schema_version
         self._fb: ModuleType = codec_module(version)
         body, side = split(self._payload)
@@ -238,6 +341,11 @@ class LazyDocument:
                 )
             self._cols[name] = cols
             self._rows[name] = rows
+        # What the current model has and the file's version does not (minor versions only add sparse
+        # columns and optional tables, schema rules 1 and 11) reads as empty, as load() migrates it.
+        for name, col, code in _added_columns(self._version):
+            self._cols.setdefault(name, {})[col] = self._view(memoryview(b"").cast(code))  # type: ignore[call-overload]
+            self._rows.setdefault(name, 0)
         self._source_starts: list[int] | None = None
         # The graph: node table offsets as a zero-copy view.
         graph = r.fields(rt.need(doc[dslot["graph"]]), specs["Graph"])
@@ -424,6 +532,7 @@ class LazyDocument:
         st, fr, ln = c["stacks"], c["frames"], c["lines"]
         parent, frame = st["parent"], st["frame"]
         f_line, f_col, f_end, f_ann = fr["line"], fr["col"], fr["end_col"], fr["annotation"]
+        f_end_line = fr["end_line"]
         l_file, l_line, l_name, l_text = ln["file"], ln["line"], ln["name"], ln["text"]
         names = c["files"]["name"]
         ref, s = self._ref, self._string
@@ -450,6 +559,7 @@ class LazyDocument:
                     f_col[fi] if f_col else -1,
                     f_end[fi] if f_end else -1,
                     s(f_ann[fi], f"$.frames.annotation[{fi}]") if f_ann else "",
+                    f_end_line[fi] if f_end_line else -1,
                 )
             )
             stack = up
@@ -530,6 +640,86 @@ class LazyDocument:
         a, b = self._source_starts[source], self._source_starts[source + 1]
         return "".join(self._string(lines[i], f"$.sources.lines[{i}]") for i in range(a, b))
 
+    def _provenance(self) -> _Provenance:
+        """The provenance table's renderer and checks (built on first use: one pass over ``child_count``)."""
+        p = self._prov
+        if p is None:
+            t = self._cols["provenance"]
+            starts = list(accumulate(t["child_count"], initial=0))
+            if starts[-1] != len(t["children"]):
+                raise IntegrityError(
+                    f"provenance rows take {starts[-1]} children but the pool has {len(t['children'])}",
+                    source=self.path,
+                    where="$.provenance.child_count",
+                    expected="child counts that add up to len($.provenance.children)",
+                )
+            # The table's references but `children` (checked for order, which bounds them too).
+            refs = [
+                (col, t[col], target, null)
+                for (struct_name, col), (target, null, _trie) in self._fb.REFS.items()
+                if struct_name == "ProvenanceTable" and col != "children"
+            ]
+            renderer = ProvenanceRenderer(self.strings, SimpleNamespace(**t))
+            p = self._prov = _Provenance(renderer, t["children"], starts, refs)
+        return p
+
+    def _check_provenance(self, rows: Sequence[int], where: str) -> ProvenanceRenderer:
+        """Check what rendering ``rows`` touches, once per row: every row and string reference in
+        range (``fbcodec.REFS``), every child below its parent (the walk ends), and the list's size
+        expanded (shared rows repeat in the text) bounded by the file's size (no exponential text)."""
+        self._live()
+        p = self._provenance()
+        children, starts, sizes, refs = p.children, p.starts, p.sizes, p.refs
+        ref = self._ref
+        todo = [ref("provenance", r, "provenance", f"{where}[{j}]") for j, r in enumerate(rows)]
+        new: set[int] = set()
+        while todo:
+            r = todo.pop()
+            if r in sizes or r in new:
+                continue
+            new.add(r)
+            for col, column, target, null in refs:
+                ref(target, column[r], target, f"$.provenance.{col}[{r}]", null)
+            for j in range(starts[r], starts[r + 1]):
+                c = children[j]
+                if c >= r:
+                    raise IntegrityError(
+                        f"provenance row {r} has child {c}, which is not an earlier row",
+                        source=self.path,
+                        where=f"$.provenance.children[{j}]",
+                        expected=f"a row below {r}",
+                    )
+                todo.append(c)
+        # Every entry of a legitimate list is text the producer wrote (some 90 bytes each at least):
+        # more entries than twice the file's bytes is a hostile DAG of shared rows, not provenance.
+        cap = 2 * len(self._payload) + 1024
+        for r in sorted(new):  # children first: they are the lower rows
+            sizes[r] = min(cap + 1, 1 + sum(sizes[children[j]] for j in range(starts[r], starts[r + 1])))
+        if sum(sizes[r] for r in rows) > cap:
+            raise IntegrityError(
+                f"from_node provenance expands to more than {cap} entries, more than the file can describe",
+                source=self.path,
+                where=where,
+                expected="provenance rows that do not repeat one another exponentially",
+            )
+        return p.renderer
+
+    def from_node(self, rows: Sequence[int], where: str = "from_node") -> str:
+        """Render a ``from_node`` list of provenance rows as torch's JSON text (cached per list)."""
+        renderer = self._check_provenance(rows, where)
+        try:
+            return renderer.render(rows)
+        except _MALFORMED as exc:
+            raise self._fail(exc, "$.provenance") from None
+
+    def provenance(self, rows: Sequence[int], where: str = "from_node") -> list[Provenance]:
+        """A ``from_node`` list of provenance rows as :class:`~tracepack.traces.Provenance` trees."""
+        renderer = self._check_provenance(rows, where)
+        try:
+            return renderer.entries(rows)
+        except _MALFORMED as exc:
+            raise self._fail(exc, "$.provenance") from None
+
     def debug_handle(self, handle: int) -> DebugHandle:
         """Resolve a debug handle (binary search over the sorted handle column)."""
         self._live()
@@ -564,7 +754,7 @@ class LazyDocument:
         )
 
     def table_sizes(self) -> dict[str, int]:
-        """Rows per table."""
+        """Rows per table of the current model (0 for a table the file's version does not have)."""
         return dict(self._rows)
 
     # -- whole-document operations ------------------------------------------------------------
@@ -651,6 +841,56 @@ class LazyNode:
                 return d._string(v, self._where(f"meta_values[{j}]"))
         return None
 
+    def _from_node_rows(self) -> list[int]:
+        """The node's ``from_node`` provenance rows (none in a file of a version without them)."""
+        d = self._doc
+        slot = d._nslot.get("from_node")
+        at = self._fields()[slot] if slot is not None else 0
+        try:
+            return d._r.scalars(at, "I") if at else _NO_ROWS
+        except _MALFORMED as exc:
+            raise d._fail(exc, self._where("from_node")) from None
+
+    def _lifted_at(self, keys: list[int]) -> int:
+        """``from_node_meta_index``, checked against the metadata's length (-1: none lifted)."""
+        slot = self._doc._nslot.get("from_node_meta_index")
+        at: int = self._fields()[slot] if slot is not None else -1
+        if not -1 <= at <= len(keys):
+            raise IntegrityError(
+                f"from_node_meta_index {at} is outside the metadata ({len(keys)} keys)",
+                source=self._doc.path,
+                where=self._where("from_node_meta_index"),
+                expected=f"-1, or 0..{len(keys)} with no `from_node` key among meta_keys",
+            )
+        return at
+
+    def _both_from_nodes(self) -> IntegrityError:
+        return IntegrityError(
+            "the metadata has a `from_node` key and a lifted `from_node` (from_node_meta_index)",
+            source=self._doc.path,
+            where=self._where("from_node_meta_index"),
+            expected="-1, or no `from_node` key among meta_keys",
+        )
+
+    @property
+    def from_node(self) -> str | None:
+        """The legacy ``from_node`` metadata string (torch's JSON text), or ``None`` when the node has none."""
+        d = self._doc
+        keys = self._meta_columns()[0]
+        rows, at = self._from_node_rows(), self._lifted_at(keys)
+        if rows or at >= 0:
+            if at >= 0 and any(
+                d._string(k, self._where(f"meta_keys[{j}]")) == FROM_NODE_KEY for j, k in enumerate(keys)
+            ):
+                raise self._both_from_nodes()
+            return d.from_node(rows, self._where("from_node"))
+        return self._literal(FROM_NODE_KEY)
+
+    @property
+    def provenance(self) -> list[Provenance]:
+        """The node's interned ``from_node`` provenance as NodeSource trees (empty when it has none)."""
+        return self._doc.provenance(self._from_node_rows(), self._where("from_node"))
+
     @property
     def stack_trace(self) -> str | None:
         """The legacy ``stack_trace`` string, or ``None`` when the node has none."""
@@ -687,8 +927,14 @@ class LazyNode:
         """All metadata in the producer's order, lifted values rendered back."""
         d = self._doc
         out = {}
-        for j, (k, v) in enumerate(zip(*self._meta_columns(), strict=True)):
+        keys, values = self._meta_columns()
+        at = self._lifted_at(keys)
+        for j, (k, v) in enumerate(zip(keys, values, strict=True)):
+            if j == at:
+                out[FROM_NODE_KEY] = d.from_node(self._from_node_rows(), self._where("from_node"))
             key = d._string(k, self._where(f"meta_keys[{j}]"))
+            if at >= 0 and key == FROM_NODE_KEY:
+                raise self._both_from_nodes()
             if v >= 0:
                 out[key] = d._string(v, self._where(f"meta_values[{j}]"))
             elif v == -1:
@@ -697,11 +943,12 @@ class LazyNode:
                 out[key] = d.module_stack(self.module)
             else:
                 d._ref("strings", v, "strings", self._where(f"meta_values[{j}]"), -2)
+        if at == len(keys):
+            out[FROM_NODE_KEY] = d.from_node(self._from_node_rows(), self._where("from_node"))
         return out
 
-    @property
-    def raw(self) -> Any:
-        """The node as the generated model's ``Node`` (inputs and outputs decoded)."""
+    def _stored(self) -> Any:
+        """The node decoded whole, in the model of the file's version."""
         d = self._doc
         d._live()
         at = d._nodes_at + 4 * self.index + d._node_offsets[self.index]
@@ -711,14 +958,21 @@ class LazyNode:
             raise d._fail(exc, self._where("")[:-1]) from None
 
     @property
+    def raw(self) -> Any:
+        """The node as the *current* model's ``Node`` (inputs and outputs decoded), equal to
+        ``tracepack.load(path).node(i).raw``: a node of an older file is migrated on its own, by the
+        registered migrations (1.0 -> 1.1 only adds ``from_node=[]``, ``from_node_meta_index=-1``)."""
+        return _upgrade_node(self._stored(), self._doc._version)
+
+    @property
     def inputs(self) -> list[tuple[str, Any]]:
-        s = self._doc.strings
-        return [(s[a.name], resolve_argument(s, a.arg)) for a in self.raw.inputs]  # type: ignore[arg-type]
+        s = _CheckedStrings(self._doc, self._where("inputs"))
+        return [(s[a.name], resolve_argument(s, a.arg)) for a in self._stored().inputs]  # type: ignore[arg-type]
 
     @property
     def outputs(self) -> list[Any]:
-        s = self._doc.strings
-        return [resolve_argument(s, a) for a in self.raw.outputs]  # type: ignore[arg-type]
+        s = _CheckedStrings(self._doc, self._where("outputs"))
+        return [resolve_argument(s, a) for a in self._stored().outputs]  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"<node {self.name} = {self.target}>"
