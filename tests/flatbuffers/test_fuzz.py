@@ -1,11 +1,13 @@
 """Damaged FlatBuffers payloads only ever raise TracepackError subclasses, and never hang.
 
-Each example takes a valid payload (the bundled torch.export sample, or a generated
-document), damages it the ways hostile or corrupted files do -- bit flips, truncation,
+Each example takes a valid payload (the bundled torch.export sample, a generated document,
+one with 1.1's provenance and end lines, or the 1.0 golden file, read with 1.0's code),
+damages it the ways hostile or corrupted files do -- bit flips, truncation,
 offsets pointing anywhere (outside the buffer, backwards, at themselves), vtable sizes
 and entries made garbage, random bytes -- re-wraps it in a container with a correct
 checksum (so the damage reaches the FlatBuffers layer), and reads it both ways: a full
-``tracepack.loads`` and a lazy ``tracepack.open`` touching every node's every answer.
+``tracepack.loads`` and a lazy ``tracepack.open`` touching every node's every answer
+(provenance, arguments and the migrated ``raw`` included).
 A watchdog fails any example that runs longer than a few seconds.
 """
 
@@ -28,6 +30,8 @@ from tracepack import container
 from tracepack.codecs import flatbuffers as fbc
 from tracepack.errors import TracepackError
 from tracepack.versions import CURRENT
+
+from .provenance_strategies import ProvenanceDocument, provenance_documents
 
 SAMPLE = Path(tracepack.__file__).parent / "data" / "sample" / "model.json"
 _SPECIAL_U32 = [0, 1, 3, 4, 8, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFC]
@@ -98,13 +102,29 @@ def damaged(draw: st.DrawFn, payload: bytes) -> bytes:
     return bytes(b)
 
 
+_ATTRS = (
+    "name",
+    "target",
+    "stack_trace",
+    "module_stack",
+    "module_hierarchy",
+    "meta",
+    "from_node",
+    "provenance",
+    "frames",
+    "inputs",
+    "outputs",
+    "raw",
+)
+
+
 def _read_everything(data: bytes, path: Path) -> None:
     with suppress(TracepackError):
         tracepack.loads(data)
     path.write_bytes(data)
     with suppress(TracepackError), tracepack.open(path) as lz:
         for node in lz.nodes():
-            for attr in ("name", "target", "stack_trace", "module_stack", "module_hierarchy", "meta", "frames", "raw"):
+            for attr in _ATTRS:
                 with suppress(TracepackError):
                     getattr(node, attr)
             with suppress(TracepackError):
@@ -114,8 +134,14 @@ def _read_everything(data: bytes, path: Path) -> None:
                 lz.debug_handle(h)
 
 
-def _wrap(payload: bytes) -> bytes:
-    return container.pack(payload, schema_version=CURRENT, codec="flatbuffers")
+def _wrap(payload: bytes, version: tuple[int, int] = CURRENT) -> bytes:
+    return container.pack(payload, schema_version=version, codec="flatbuffers")
+
+
+@cache
+def _golden_1_0_payload() -> bytes:
+    data = (Path(__file__).parent.parent / "golden" / "1.0" / "flatbuffers.tpk").read_bytes()
+    return data[container.read_header(data).header_size :]
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -134,6 +160,24 @@ def test_damaged_generated_payloads_raise_only_tracepack_errors(
     payload = data.draw(damaged(fbc.encode(doc.raw, CURRENT)))
     with _watchdog(20):
         _read_everything(_wrap(payload), tmp_path / "fuzz.tpk")
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(built=provenance_documents(max_nodes=8), data=st.data())
+def test_damaged_provenance_payloads_raise_only_tracepack_errors(
+    built: ProvenanceDocument, data: st.DataObject, tmp_path: Path
+) -> None:
+    payload = data.draw(damaged(fbc.encode(built.doc.raw, CURRENT)))
+    with _watchdog(20):
+        _read_everything(_wrap(payload), tmp_path / "fuzz.tpk")
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_1_0_payloads_raise_only_tracepack_errors(data: st.DataObject, tmp_path: Path) -> None:
+    payload = data.draw(damaged(_golden_1_0_payload()))
+    with _watchdog(20):
+        _read_everything(_wrap(payload, (1, 0)), tmp_path / "fuzz.tpk")
 
 
 @pytest.mark.parametrize("size", [0, 1, 4, 7, 8, 12, 16])
