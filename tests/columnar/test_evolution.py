@@ -261,10 +261,19 @@ def test_field_default_added_reads_both_ways() -> None:
     assert _breaks("FIELD_DEFAULT_REMOVED")
 
 
-def test_keyword_only_structs_are_refused() -> None:
+def test_structs_without_a_column_form_are_refused() -> None:
     kw = _model("Doc", {"name": str}, kw_only=True)
     with pytest.raises(tracepack.SchemaError, match="keyword-only"):
         columnar.encode_model(kw(name="a"), kw)
+    with pytest.raises(tracepack.SchemaError, match=r"\$\.kids\[\]: Tree contains itself"):
+        columnar.decode_model(b"", Tree)
+    mixed = _model("Doc", {"value": int | str})
+    with pytest.raises(tracepack.SchemaError, match=r"\$\.value: the columnar codec has no column form"):
+        columnar.encode_model(mixed(1), mixed)
+
+
+class Tree(msgspec.Struct, array_like=True):
+    kids: list[Tree] = []
 
 
 def test_field_added_is_a_default_for_older_files_and_ignored_by_older_readers() -> None:
