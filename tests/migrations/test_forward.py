@@ -21,7 +21,7 @@ from tracepack.codecs import codec_by_name
 from tracepack.migrations import v1_0_to_v1_1 as step
 from tracepack.versions import CURRENT, reader_version
 
-CODECS = ["json", "msgpack", "flatbuffers"]
+CODECS = ["json", "msgpack", "flatbuffers", "columnar"]
 
 
 def _without_1_1_additions(raw: Any) -> Any:
@@ -86,13 +86,22 @@ def _pad(items: list[Any], struct: type, extra: Any) -> list[Any]:
 
 
 def _payload_1_7(raw: Any, codec: str) -> bytes:
-    """A 1.7 payload: the 1.1 document plus fields a 1.7 writer added (JSON, MessagePack)."""
+    """A 1.7 payload: the 1.1 document plus fields a 1.7 writer added (JSON, MessagePack, columnar)."""
     if codec == "flatbuffers":  # FlatBuffers skips unknown ids: test_a_1_0_reader_... covers it
         _, module = codec_by_name(codec)
         newer = msgspec.structs.replace(
             raw, header=msgspec.structs.replace(raw.header, version=v1_1.model.Version(1, 7))
         )
         return bytes(module.encode(newer, (1, 1)))
+    if codec == "columnar":  # columns a 1.7 writer added: unknown paths, ignored by name
+        _, module = codec_by_name(codec)
+        newer = msgspec.structs.replace(
+            raw, header=msgspec.structs.replace(raw.header, version=v1_1.model.Version(1, 7))
+        )
+        payload: Any = msgspec.msgpack.decode(module.encode(newer, (1, 1)))
+        payload["columns"]["$.added_in_1_7"] = ["plain", [1]]
+        payload["columns"]["$.graph.nodes[].weight"] = ["plain", [0.5] * len(raw.graph.nodes)]
+        return msgspec.msgpack.encode(payload)
     if codec == "json":
         keyed: Any = msgspec.to_builtins(v1_1.convert.to_json(raw))
         keyed["header"]["version"] = {"major": 1, "minor": 7}
