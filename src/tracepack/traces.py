@@ -288,7 +288,12 @@ class ProvenanceRenderer:
     below its parent (only in an unvalidated document) raises ValueError.
     """
 
-    __slots__ = ("_cols", "_lists", "_starts", "_strings", "_texts")
+    __slots__ = ("_cols", "_lists", "_sizes", "_starts", "_strings", "_texts")
+
+    #: The most NodeSource entries one row or list may expand to. Rows can share children, so a
+    #: hostile table of a few hundred bytes could otherwise describe a text of 2**60 entries.
+    #: Real provenance (a few passes deep) is many orders of magnitude below this.
+    MAX_ENTRIES = 1 << 20
 
     def __init__(self, strings: Sequence[str], table: Any) -> None:
         self._strings = strings
@@ -307,6 +312,7 @@ class ProvenanceRenderer:
             starts.append(total)
         self._starts = starts
         self._texts: dict[int, str] = {}
+        self._sizes: dict[int, int] = {}
         self._lists: dict[tuple[int, ...], str] = {}
 
     def children(self, row: int) -> Sequence[int]:
@@ -324,6 +330,14 @@ class ProvenanceRenderer:
                 if c >= r:
                     raise ValueError(f"provenance row {r} has child {c}, which is not an earlier row")
                 stack.append(c)
+        # Count what each row expands to before building any text.
+        sizes = self._sizes
+        for r in sorted(todo):
+            size = sizes[r] = 1 + sum(sizes[c] for c in self.children(r))
+            if size > self.MAX_ENTRIES:
+                raise ValueError(
+                    f"provenance row {r} expands to {size} entries, more than the {self.MAX_ENTRIES} a row may hold"
+                )
         s = self._strings
         name, target, graph_id, pass_name, action, _ = self._cols
         for r in sorted(todo):
@@ -343,6 +357,11 @@ class ProvenanceRenderer:
         key = tuple(rows)
         text = self._lists.get(key)
         if text is None:
+            for row in key:
+                self.text(row)
+            total = sum(self._sizes[row] for row in key)
+            if total > self.MAX_ENTRIES:
+                raise ValueError(f"a from_node list expands to {total} entries, more than {self.MAX_ENTRIES}")
             text = self._lists[key] = "[" + ", ".join(map(self.text, key)) + "]"
         return text
 
