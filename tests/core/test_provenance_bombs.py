@@ -33,7 +33,7 @@ def test_a_doubling_chain_is_refused_before_any_text_is_built() -> None:
         children=[c for r in range(1, rows) for c in (r - 1, r - 1)],
     )
     doc.raw.graph.nodes[0].from_node = [rows - 1]
-    with pytest.raises(IntegrityError, match="expands to .* entries, more than the 1048576 a row may hold"):
+    with pytest.raises(IntegrityError, match=r"expands to \d+ entries, more than the 1048576 a row may hold"):
         _ = doc.node("n").from_node
     data = tracepack.dumps(doc)
     back = tracepack.loads(data)
