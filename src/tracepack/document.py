@@ -23,11 +23,10 @@ from tracepack.errors import DecodeError, IntegrityError, UsageError
 from tracepack.traces import (
     FrameKey,
     ModuleKey,
+    ModuleRendering,
     Provenance,
     ProvenanceRenderer,
     render_frames,
-    render_module_hierarchy,
-    render_nn_module_stack,
 )
 
 __all__ = ["FROM_NODE_KEY", "DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
@@ -46,7 +45,7 @@ class DebugHandle(NamedTuple):
     source_range: tuple[str, int, int] | None
 
 
-class Document:
+class Document(ModuleRendering):
     """A tracepack document. Compare with ``==``; look nodes up with :meth:`node`."""
 
     __slots__ = ("__dict__", "_module_cache", "_stack_cache", "raw", "source_version")
@@ -219,22 +218,6 @@ class Document:
                 raise IntegrityError("module trie has a cycle", where="$.modules.parent")
         out.reverse()
         return out
-
-    def module_stack(self, module: int) -> str:
-        """Render module-trie row ``module`` as torch.export's ``nn_module_stack``."""
-        key = (module, 0)
-        text = self._module_cache.get(key)
-        if text is None:
-            text = self._module_cache[key] = render_nn_module_stack(self.modules(module))
-        return text
-
-    def module_hierarchy(self, module: int) -> str:
-        """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
-        key = (module, 1)
-        text = self._module_cache.get(key)
-        if text is None:
-            text = self._module_cache[key] = render_module_hierarchy(self.modules(module))
-        return text
 
     @cached_property
     def _provenance(self) -> ProvenanceRenderer:

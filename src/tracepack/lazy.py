@@ -59,11 +59,10 @@ from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
     ModuleKey,
+    ModuleRendering,
     Provenance,
     ProvenanceRenderer,
     render_frames,
-    render_module_hierarchy,
-    render_nn_module_stack,
 )
 
 __all__ = ["LazyDocument", "LazyNode", "open", "trace"]
@@ -195,7 +194,7 @@ class _Provenance:
         self.sizes: dict[int, int] = {}
 
 
-class LazyDocument:
+class LazyDocument(ModuleRendering):
     """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
 
     def __init__(self, path: str | os.PathLike[str], *, checksum: bool = False) -> None:
@@ -602,22 +601,6 @@ class LazyDocument:
             module = up
         out.reverse()
         return out
-
-    def module_stack(self, module: int) -> str:
-        """Render module-trie row ``module`` as torch.export's ``nn_module_stack``."""
-        key = (module, 0)
-        text = self._module_cache.get(key)
-        if text is None:
-            text = self._module_cache[key] = render_nn_module_stack(self.modules(module))
-        return text
-
-    def module_hierarchy(self, module: int) -> str:
-        """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
-        key = (module, 1)
-        text = self._module_cache.get(key)
-        if text is None:
-            text = self._module_cache[key] = render_module_hierarchy(self.modules(module))
-        return text
 
     def source_text(self, source: int) -> str:
         """The full text of TorchScript source ``source``."""

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 __all__ = [
+    "ModuleRendering",
     "PROVENANCE_KEYS",
     "STYLE_PYTHON",
     "STYLE_STRIPPED",
@@ -278,6 +279,34 @@ def parse_from_node(text: str) -> list[Provenance] | None:
     if "\\ud" in text and not all(map(_encodable, entries)):
         return None
     return entries
+
+
+class ModuleRendering:
+    """Renders module-trie rows in both legacy forms, cached per row and form.
+
+    Mixed into the eager and the lazy reader: each provides ``modules(row)`` (the path,
+    outermost first) and a ``_module_cache`` dict.
+    """
+
+    __slots__ = ()
+    _module_cache: dict[tuple[int, int], str]
+
+    def modules(self, module: int) -> list[ModuleKey]:
+        raise NotImplementedError
+
+    def module_stack(self, module: int) -> str:
+        """Render module-trie row ``module`` as torch.export's ``nn_module_stack``."""
+        text = self._module_cache.get((module, 0))
+        if text is None:
+            text = self._module_cache[(module, 0)] = render_nn_module_stack(self.modules(module))
+        return text
+
+    def module_hierarchy(self, module: int) -> str:
+        """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
+        text = self._module_cache.get((module, 1))
+        if text is None:
+            text = self._module_cache[(module, 1)] = render_module_hierarchy(self.modules(module))
+        return text
 
 
 class ProvenanceRenderer:

@@ -14,6 +14,14 @@ import pytest
 if os.environ.get("CI") and importlib.util.find_spec("torch") is None:
     raise RuntimeError("torch 2.13 is not installed, but CI must run the torch tests: run `make venv-torch`")
 
+#: Marks every torch test module uses: torch's own deprecation chatter is not ours to fail on.
+TORCH_MARKS = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 CORPUS = ROOT / "tests" / "data" / "torch" / "corpus"
 SCRIPTS = ROOT / "scripts" / "torch"

@@ -7,18 +7,13 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, PT2
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tests.torch.test_pack import node_meta
 
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = TORCH_MARKS
 
 
 def full_meta(program: object) -> list[tuple[str, object, object, object]]:

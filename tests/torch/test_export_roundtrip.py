@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, PT2
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tracepack.cli import main
 from tracepack.convert.archives import import_archive
 from tracepack.convert.export_json import export_model_json
@@ -17,12 +17,7 @@ from tracepack.convert.pt2 import _walk
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = TORCH_MARKS
 
 CODECS = [(c, z) for c in ("json", "msgpack", "flatbuffers") for z in ("none", "zstd")]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, PT2
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tests.torch.test_export_roundtrip import model_json
 from tracepack.cli import main
 from tracepack.convert.pt2 import MEMBER_DIR
@@ -17,12 +17,7 @@ from tracepack.convert.pt2 import MEMBER_DIR
 torch = pytest.importorskip("torch")
 import tracepack.torch  # noqa: E402 - needs torch
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = TORCH_MARKS
 
 
 def node_meta(program: object) -> list[tuple[str, str, object, object]]:

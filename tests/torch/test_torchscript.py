@@ -8,18 +8,13 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, TORCHSCRIPT, TORCHSCRIPT_SAMPLES
+from tests.torch.conftest import CORPUS, TORCH_MARKS, TORCHSCRIPT, TORCHSCRIPT_SAMPLES
 from tracepack.cli import main
 from tracepack.legacy.torchscript import read_torchscript_debug_info
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = TORCH_MARKS
 
 DATA = CORPUS.parent
 ARCHIVES = [CORPUS / n for n in TORCHSCRIPT] + [DATA / n for n in TORCHSCRIPT_SAMPLES]

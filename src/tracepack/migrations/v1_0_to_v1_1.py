@@ -51,8 +51,9 @@ _new_values = msgspec.msgpack.Decoder(list[new.Value]).decode
 _old_values = msgspec.msgpack.Decoder(list[old.Value]).decode
 
 
-def _upgrade_graph(g: old.Graph) -> new.Graph:
-    node, styles, args, named, enc = new.Node, _NEW_STYLES, _new_args, _new_named, _encode
+def _convert_graph(g: Any, to: Any, *, styles: Any, args: Any, named: Any, values: Any) -> Any:
+    """A graph in the other version's model: node fields are the same, in the same positions."""
+    node, enc = to.Node, _encode
     nodes = [
         node(
             n.name,
@@ -67,26 +68,17 @@ def _upgrade_graph(g: old.Graph) -> new.Graph:
         )
         for n in g.nodes
     ]
-    return new.Graph(g.name, args(enc(g.inputs)), args(enc(g.outputs)), nodes, _new_values(enc(g.values)))
+    return to.Graph(g.name, args(enc(g.inputs)), args(enc(g.outputs)), nodes, values(enc(g.values)))
+
+
+def _upgrade_graph(g: old.Graph) -> new.Graph:
+    result: new.Graph = _convert_graph(g, new, styles=_NEW_STYLES, args=_new_args, named=_new_named, values=_new_values)
+    return result
 
 
 def _downgrade_graph(g: new.Graph) -> old.Graph:
-    node, styles, args, named, enc = old.Node, _OLD_STYLES, _old_args, _old_named, _encode
-    nodes = [
-        node(
-            n.name,
-            n.target,
-            named(enc(n.inputs)) if n.inputs else [],
-            args(enc(n.outputs)) if n.outputs else [],
-            n.stack,
-            styles[n.stack_style],
-            n.module,
-            n.meta_keys,
-            n.meta_values,
-        )
-        for n in g.nodes
-    ]
-    return old.Graph(g.name, args(enc(g.inputs)), args(enc(g.outputs)), nodes, _old_values(enc(g.values)))
+    result: old.Graph = _convert_graph(g, old, styles=_OLD_STYLES, args=_old_args, named=_old_named, values=_old_values)
+    return result
 
 
 def upgrade(raw: old.Document) -> new.Document:
