@@ -11,8 +11,8 @@ import tracepack
 from benchmarks.corpus import stacked_model_json, synthetic_stacks
 from benchmarks.report import Figure, Report, best_time, peak_memory
 from tracepack import baseline
-from tracepack.convert.export_json import import_model_json
 from tracepack.stats import debug_info_bytes, legacy_debug_bytes
+from tracepack.torch.export.model_json import import_model_json
 from tracepack.traces import render_frames
 
 SECTION = "core"

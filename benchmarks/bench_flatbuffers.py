@@ -56,7 +56,7 @@ def _rename(v: Any, suffix: str) -> Any:
 @cache
 def stacked_document(nodes: int = NODES) -> tracepack.Document:
     """The sample's nodes repeated until ``nodes`` nodes (renamed per repetition, one block each)."""
-    from tracepack.convert.export_json import import_model_json
+    from tracepack.torch.export.model_json import import_model_json
 
     sample = import_model_json(SAMPLE.read_bytes(), source=SAMPLE.name)
     b = DocumentBuilder(producer="tracepack-bench")

@@ -35,9 +35,9 @@ import zstandard
 
 import tracepack
 from benchmarks.report import Figure, Report, best_time, peak_memory
-from tracepack.convert.archives import debug_pkl_bytes, import_archive
-from tracepack.convert.export_json import import_model_json
-from tracepack.legacy.debug_pkl import DebugPklForm
+from tracepack.torch.archives import debug_pkl_bytes, import_archive
+from tracepack.torch.export.model_json import import_model_json
+from tracepack.torch.torchscript.debug_pkl import DebugPklForm
 
 SECTION = "torch"
 ROOT = Path(__file__).resolve().parent.parent

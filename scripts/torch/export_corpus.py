@@ -52,7 +52,7 @@ from torch.fx.traceback import annotate_fn
 
 sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "generated" / "python")]
 
-from tracepack.legacy.debug_pkl import parse_debug_pkl, write_debug_pkl  # noqa: E402 - after sys.path
+from tracepack.torch.torchscript.debug_pkl import parse_debug_pkl, write_debug_pkl  # noqa: E402 - after sys.path
 
 #: The models small enough to commit (each well under 300 kB).
 SMALL = ("transformer", "transformer_strict", "cnn", "cond", "dynamic", "helpers")

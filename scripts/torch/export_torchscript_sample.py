@@ -24,7 +24,7 @@ It writes, to ``tests/data/torch/``:
 
 Machine paths inside the debug pickles are replaced by neutral prefixes (see
 ``_sample_common.py``): each ``debug_pkl`` is parsed with
-``tracepack.legacy.debug_pkl``, its strings are rewritten, and it is pickled
+``tracepack.torch.torchscript.debug_pkl``, its strings are rewritten, and it is pickled
 again with tracepack's writer, which reproduces torch's bytes exactly (checked
 on the unmodified pickles first). The archives are then rebuilt member by member
 with torch's 64-byte alignment, and ``torch.jit.load`` must accept them.
@@ -48,7 +48,7 @@ from torch import nn
 
 sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "generated" / "python")]
 
-from tracepack.legacy.debug_pkl import (  # noqa: E402 - after the sys.path line
+from tracepack.torch.torchscript.debug_pkl import (  # noqa: E402 - after the sys.path line
     CallstackDebugRow,
     SourceRangeRow,
     parse_callstack_debug_map,

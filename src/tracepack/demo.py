@@ -19,8 +19,8 @@ import zstandard
 
 import tracepack
 from tracepack import baseline
-from tracepack.convert import export_json
 from tracepack.stats import debug_info_bytes, legacy_debug_bytes
+from tracepack.torch.export import model_json as export_json
 
 __all__ = ["run_demo", "sample_model_json"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tracepack.convert.archives import debug_pkl_bytes, import_archive
-from tracepack.convert.export_json import export_model_json
+from tracepack.torch.archives import debug_pkl_bytes, import_archive
+from tracepack.torch.export.model_json import export_model_json
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "torch" / "corpus"
 PT2 = sorted(p.name for p in CORPUS.glob("*.pt2"))

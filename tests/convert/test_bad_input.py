@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tracepack.cli import main
-from tracepack.convert._zip import open_archive, write_archive
 from tracepack.demo import sample_model_json
+from tracepack.io.zip import open_archive, write_archive
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT / "tests" / "data" / "torch"

@@ -129,12 +129,12 @@ def test_unknown_torch_schema_major(sample: Path, tmp_path: Path, capsys: pytest
 def test_internal_errors_are_one_line_with_exit_code_1(
     monkeypatch: pytest.MonkeyPatch, sample: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tracepack.cli
+    import tracepack.cli.core
 
     def boom(path: str, **kw: object) -> None:
         raise RuntimeError("kaboom\nsecond line")
 
-    monkeypatch.setattr(tracepack.cli, "load_any", boom)
+    monkeypatch.setattr(tracepack.cli.core, "load_any", boom)
     code, _, err = run(["convert", str(sample), "x.tpk"], capsys)
     assert code == 1
     assert err == "tracepack: internal error: RuntimeError: kaboom second line (please report this)\n"

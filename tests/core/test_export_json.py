@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import tracepack
 from tracepack import LegacyFormatError
-from tracepack.convert.export_json import export_model_json, import_model_json
 from tracepack.demo import sample_model_json
+from tracepack.torch.export.model_json import export_model_json, import_model_json
 
 DATA = Path(__file__).parent.parent / "data" / "torch"
 SAMPLES = {

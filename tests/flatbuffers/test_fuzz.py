@@ -41,7 +41,7 @@ _SPECIAL_U16 = [0, 1, 2, 3, 4, 5, 0xFFFE, 0xFFFF]
 
 @cache
 def _sample_payload() -> bytes:
-    from tracepack.convert.export_json import import_model_json
+    from tracepack.torch.export.model_json import import_model_json
 
     return fbc.encode(import_model_json(SAMPLE.read_bytes()).raw, CURRENT)
 

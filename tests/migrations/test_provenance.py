@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import tracepack
 from tests.migrations.strategies import RichDocument, as_provenance, from_node_lists, node_sources, rich_documents
 from tracepack import DocumentBuilder, IntegrityError, UsageError
-from tracepack.convert.export_json import import_model_json
+from tracepack.torch.export.model_json import import_model_json
 from tracepack.traces import FrameKey, Provenance, parse_from_node, render_from_node
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "torch" / "export_strict_model.json"

@@ -11,9 +11,9 @@ import pytest
 import tracepack
 from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tracepack.cli import main
-from tracepack.convert.archives import import_archive
-from tracepack.convert.export_json import export_model_json
-from tracepack.convert.pt2 import _walk
+from tracepack.torch.archives import import_archive
+from tracepack.torch.export.model_json import export_model_json
+from tracepack.torch.pt2 import _walk
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ import tracepack
 from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tests.torch.test_export_roundtrip import model_json
 from tracepack.cli import main
-from tracepack.convert.pt2 import MEMBER_DIR
+from tracepack.torch.pt2 import MEMBER_DIR
 
 torch = pytest.importorskip("torch")
 import tracepack.torch  # noqa: E402 - needs torch

@@ -10,7 +10,7 @@ import pytest
 import tracepack
 from tests.torch.conftest import CORPUS, TORCH_MARKS, TORCHSCRIPT, TORCHSCRIPT_SAMPLES
 from tracepack.cli import main
-from tracepack.legacy.torchscript import read_torchscript_debug_info
+from tracepack.torch.torchscript.archive import read_torchscript_debug_info
 
 torch = pytest.importorskip("torch")
 
@@ -66,7 +66,7 @@ def test_document_tables() -> None:
 
 
 def _convert(path: Path) -> bytes:
-    from tracepack.convert.archives import import_archive
+    from tracepack.torch.archives import import_archive
 
     return tracepack.dumps(import_archive(str(path), path.read_bytes()))
 

@@ -4,7 +4,7 @@
 
 ``.pt2`` (``torch.export.save``)
     the program ``<top>/models/<name>.json`` (``model`` when there are several),
-    imported with :func:`tracepack.convert.export_json.import_model_json`. An
+    imported with :func:`tracepack.torch.export.model_json.import_model_json`. An
     archive packed by ``tracepack pack`` is unpacked first, so the document has
     every node's debug strings back.
 
@@ -34,11 +34,11 @@ from typing import Any
 
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
-from tracepack.convert import export_json
-from tracepack.convert._zip import Archive, Member, open_archive, write_archive
 from tracepack.document import Document, json_value
 from tracepack.errors import LegacyFormatError, UsageError
-from tracepack.legacy.debug_pkl import (
+from tracepack.io.zip import Archive, Member, open_archive, write_archive
+from tracepack.torch.export import model_json as export_json
+from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
     DebugPklForm,
@@ -87,7 +87,7 @@ def import_archive(path: str, data: bytes) -> Document:
     """Read a ``.pt2`` or TorchScript archive (the bytes of the file at ``path``) into a Document."""
     with open_archive(data, source=path) as archive:
         if archive_kind(archive) == "pt2":
-            from tracepack.convert import pt2
+            from tracepack.torch import pt2
 
             name, model_json = pt2.read_program(archive)
             return export_json.import_model_json(model_json, source=f"{path}:{name}")
@@ -304,7 +304,7 @@ def expand_archive(doc: Document, original_path: str | os.PathLike[str], debug_f
         if archive_kind(archive) == "pt2":
             if debug_format is not None:
                 raise UsageError("--debug-format applies to TorchScript archives only", where="--debug-format")
-            from tracepack.convert import pt2
+            from tracepack.torch import pt2
 
             return pt2.replace_program(archive, export_json.export_model_json(doc))
         return _expand_torchscript(doc, archive, None if debug_format is None else _FORMATS[debug_format])

@@ -1,6 +1,11 @@
-"""The torch bridge (``pip install tracepack[torch]``): ExportedPrograms <-> tracepack documents.
+"""Everything in tracepack that knows torch, and the torch bridge's public face.
 
-Nothing else in tracepack imports torch; this module does, when it is imported.
+The subpackages read and write torch's file formats without torch installed:
+``export`` (torch.export ``model.json``), ``pt2`` and ``archives`` (``.pt2`` and TorchScript
+archives), ``torchscript`` (debug pickles, mobile debug maps, the data-only pickle reader).
+The functions below need torch itself (``pip install tracepack[torch]``); they import it
+when called, so ``import tracepack.torch`` works without it. Nothing outside this package
+imports anything from it at module import time.
 
 >>> import torch, tracepack.torch
 >>> ep = torch.export.export(model, (x,))
@@ -26,12 +31,20 @@ import os
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from tracepack.convert import export_json
 from tracepack.document import Document
 from tracepack.errors import InputError, UsageError
+from tracepack.torch.export import model_json as export_json
 
-# Imported by name so that type checking tracepack never needs torch installed.
-torch: Any = importlib.import_module("torch")
+
+def _torch() -> Any:
+    """The ``torch`` module (imported by name so that type checking never needs torch installed)."""
+    try:
+        return importlib.import_module("torch")
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        raise ImportError("tracepack.torch needs torch: pip install 'tracepack[torch]'") from None
+
 
 #: ``torch.export.ExportedProgram`` (typed loosely: tracepack type-checks without torch).
 ExportedProgram: TypeAlias = Any
@@ -41,6 +54,7 @@ __all__ = ["from_document", "from_model_json", "load", "model_json", "to_documen
 
 def _serde() -> Any:
     """``torch._export.serde.serialize``: torch's own program serializer."""
+    _torch()
     return importlib.import_module("torch._export.serde.serialize")
 
 
@@ -80,6 +94,7 @@ def _placeholder_weights(program: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if meta is None:
             raise UsageError(f"no tensor metadata for {name!r}: pass the weights (like=, state_dict=)")
         sizes = [s["as_int"] for s in meta["sizes"]]
+        torch = _torch()
         tensor = torch.zeros(sizes, dtype=dtypes[scalar_type(meta["dtype"])])
         where[name] = torch.nn.Parameter(tensor, requires_grad=meta["requires_grad"]) if kind == "parameter" else tensor
     return state, constants
@@ -128,8 +143,8 @@ def from_document(
 
 def load(path: str | os.PathLike[str], **kwargs: Any) -> ExportedProgram:
     """``torch.export.load`` that also reads ``tracepack pack``ed archives with their metadata back."""
-    from tracepack.convert import pt2
-    from tracepack.convert._zip import open_archive
+    from tracepack.io.zip import open_archive
+    from tracepack.torch import pt2
 
     name = os.fspath(path)
     try:
@@ -140,4 +155,4 @@ def load(path: str | os.PathLike[str], **kwargs: Any) -> ExportedProgram:
         packed = pt2.is_packed(archive)
     if packed:
         data = pt2.unpack_pt2(data, source=name)
-    return torch.export.load(io.BytesIO(data), **kwargs)
+    return _torch().export.load(io.BytesIO(data), **kwargs)

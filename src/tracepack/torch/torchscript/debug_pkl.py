@@ -25,7 +25,7 @@ handle -> source range tag, node kind, inlined call stack). Source range
 call stacks refer to them.
 
 Nothing here imports torch or runs pickle code: everything goes through
-:func:`tracepack.legacy.pickle_reader.read_pickle`.
+:func:`tracepack.torch.torchscript.pickle_reader.read_pickle`.
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tracepack.errors import EncodeError, LegacyFormatError
-from tracepack.legacy.pickle_reader import (
+from tracepack.torch.torchscript.pickle_reader import (
     DEFAULT_LIMITS,
     Constructor,
     PickleLimits,
     PickleValue,
     read_pickle,
 )
-from tracepack.legacy.pickle_writer import INTLIST_GLOBAL, IntList, Writable, write_pickle
+from tracepack.torch.torchscript.pickle_writer import INTLIST_GLOBAL, IntList, Writable, write_pickle
 
 __all__ = [
     "FORMAT_WITH_STRING_TABLE",

@@ -23,22 +23,18 @@ graph's nodes as ``<node>/<graph>/<name>``), so ``tracepack trace`` works on it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from tracepack.convert._zip import Archive, Member, open_archive, write_archive
 from tracepack.document import Document
-from tracepack.errors import InputError, LegacyFormatError, UsageError
+from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.io.zip import Archive, Member, open_archive, write_archive
 
 __all__ = [
     "LAYOUT_EXTENSION",
     "MEMBER_DIR",
-    "cmd_pack",
-    "cmd_unpack",
     "is_packed",
     "pack_pt2",
     "read_program",
@@ -142,7 +138,7 @@ def pack_program(model_json: bytes, *, source: str, keep: Sequence[str] = ()) ->
     """
     import tracepack
     from tracepack.builder import DocumentBuilder
-    from tracepack.convert.export_json import _loads
+    from tracepack.torch.export.model_json import _loads
 
     program = _loads(model_json, source)
     if type(program) is not dict:
@@ -181,7 +177,7 @@ def pack_program(model_json: bytes, *, source: str, keep: Sequence[str] = ()) ->
 
 def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
     """The original model.json: ``stripped`` with every node's metadata from ``doc`` put back."""
-    from tracepack.convert.export_json import _loads
+    from tracepack.torch.export.model_json import _loads
 
     program = _loads(stripped, source)
     graph = _main_graph(program, source)
@@ -299,35 +295,3 @@ def replace_program(archive: Archive, model_json: bytes) -> bytes:
         else:
             out.append((m, merged.get(m.name) or archive.read(m.name)))
     return write_archive(out)
-
-
-# -- command line -----------------------------------------------------------------------------
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-
-
-def cmd_pack(args: argparse.Namespace) -> int:
-    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...]``."""
-    from tracepack.container import atomic_write
-
-    data = _read(args.src)
-    out = pack_pt2(data, source=args.src, keep=args.keep or ())
-    atomic_write(args.dst, out)
-    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
-    return 0
-
-
-def cmd_unpack(args: argparse.Namespace) -> int:
-    """``tracepack unpack IN.pt2 OUT.pt2``."""
-    from tracepack.container import atomic_write
-
-    data = _read(args.src)
-    out = unpack_pt2(data, source=args.src)
-    atomic_write(args.dst, out)
-    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
-    return 0

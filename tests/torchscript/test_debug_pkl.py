@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tracepack.errors import EncodeError, LegacyFormatError, UnsafePickleError
-from tracepack.legacy.debug_pkl import (
+from tracepack.torch.torchscript.archive import read_torchscript_debug_info
+from tracepack.torch.torchscript.debug_pkl import (
     FORMAT_WITH_STRING_TABLE,
     CallstackDebugMap,
     DebugPkl,
@@ -31,8 +32,7 @@ from tracepack.legacy.debug_pkl import (
     split_source_lines,
     write_debug_pkl,
 )
-from tracepack.legacy.pickle_writer import IntList, write_pickle
-from tracepack.legacy.torchscript import read_torchscript_debug_info
+from tracepack.torch.torchscript.pickle_writer import IntList, write_pickle
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch"
 ARCHIVES = ["script_legacy.pt", "script_string_table.pt", "traced_string_table.pt", "lite_debug.ptl"]

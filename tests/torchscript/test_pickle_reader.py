@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tracepack.errors import LegacyFormatError, UnsafePickleError
-from tracepack.legacy.pickle_reader import PickleLimits, PickleValue, opcode_name, read_pickle
+from tracepack.torch.torchscript.pickle_reader import PickleLimits, PickleValue, opcode_name, read_pickle
 
 # -- helpers -----------------------------------------------------------------------------
 

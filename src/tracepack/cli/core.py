@@ -1,105 +1,28 @@
-"""The ``tracepack`` command line.
-
-Every subcommand has ``--help``. Errors are one line on stderr, never a
-traceback; exit codes: 0 success, 1 internal error, 2 bad input (a file that
-is not what it should be, a bad option), 130 interrupted.
-"""
+"""Core commands: ``convert``, ``inspect``, ``trace``, ``expand``, ``demo``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import zstandard
-
-from tracepack.errors import InputError, TracepackError, UsageError
-
-__all__ = ["main"]
-
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit 2 through our own handler."""
-
-    def error(self, message: str) -> Any:
-        sub = self.prog.removeprefix("tracepack").strip()
-        raise UsageError(message, where=sub or None)
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-
-
-def _zstd_dict(path: str | None) -> zstandard.ZstdCompressionDict | None:
-    if path is None:
-        return None
-    return zstandard.ZstdCompressionDict(_read(path))
-
-
-def _parse_version(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    major, dot, minor = text.partition(".")
-    if not (dot and major.isdigit() and minor.isdigit()):
-        raise UsageError(f"version {text!r}", where="--to-version", expected="MAJOR.MINOR, e.g. 1.0")
-    return int(major), int(minor)
-
-
-def load_any(path: str, *, zstd_dict: zstandard.ZstdCompressionDict | None = None) -> Any:
-    """Read a ``.tpk`` file or any legacy format ``convert`` accepts, as a Document."""
-    import tracepack
-    from tracepack.container import MAGIC
-    from tracepack.convert import export_json
-
-    data = _read(path)
-    if data.startswith(MAGIC[:4]):
-        return tracepack.loads(data, source=path, zstd_dict=zstd_dict)
-    if export_json.is_model_json(data):
-        return export_json.import_model_json(data, source=path)
-    extra = _legacy_importer(path, data)
-    if extra is not None:
-        return extra
-    raise InputError(
-        "not a format tracepack reads",
-        source=path,
-        where="byte 0",
-        expected="a .tpk container or a torch.export model.json",
-    )
-
-
-def _legacy_importer(path: str, data: bytes) -> Any:
-    """Archives (.pt2, TorchScript .pt) when the converters for them are installed."""
-    if not data.startswith(b"PK"):
-        return None
-    archives = _optional("tracepack.convert.archives")
-    return None if archives is None else archives.import_archive(path, data)
-
-
-def _optional(module: str) -> Any:
-    """A module that later parts of the project add; None while it is not there."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
+from tracepack.cli._common import (
+    EXIT_OK,
+    load_any,
+    optional,
+    parse_version,
+    read,
+    zstd_dict,
+)
+from tracepack.errors import TracepackError, UsageError
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     import tracepack
 
-    zdict = _zstd_dict(args.zstd_dict)
+    zdict = zstd_dict(args.zstd_dict)
     doc = load_any(args.src, zstd_dict=zdict if args.src.endswith(".tpk") else None)
     size = tracepack.dump(
         doc,
@@ -108,7 +31,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         compression=args.compression,
         level=args.level,
         zstd_dict=zdict,
-        version=_parse_version(args.to_version),
+        version=parse_version(args.to_version),
     )
     print(f"wrote {args.dst}: {size} bytes ({args.codec}, {args.compression})")
     return EXIT_OK
@@ -135,9 +58,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     import tracepack
     from tracepack.container import read_header
 
-    data = _read(args.file)
+    data = read(args.file)
     header = read_header(data, source=args.file)
-    doc = tracepack.loads(data, source=args.file, zstd_dict=_zstd_dict(args.zstd_dict))
+    doc = tracepack.loads(data, source=args.file, zstd_dict=zstd_dict(args.zstd_dict))
     sizes = doc.table_sizes()
     raw_version = header.schema_version
     info = {
@@ -185,7 +108,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             with tracepack.open(path) as lazy_doc:
                 _print_node(lazy_doc.node(key))
         else:
-            _print_node(load_any(path, zstd_dict=_zstd_dict(args.zstd_dict)).node(key))
+            _print_node(load_any(path, zstd_dict=zstd_dict(args.zstd_dict)).node(key))
     except TracepackError as exc:
         raise exc.with_source(path) from None
     return EXIT_OK
@@ -217,11 +140,11 @@ def _is_plain_flatbuffers(path: str) -> bool:
 
 def cmd_expand(args: argparse.Namespace) -> int:
     from tracepack.container import atomic_write
-    from tracepack.convert import export_json
+    from tracepack.torch.export import model_json as export_json
 
-    doc = load_any(args.file, zstd_dict=_zstd_dict(args.zstd_dict))
+    doc = load_any(args.file, zstd_dict=zstd_dict(args.zstd_dict))
     if args.archive is not None:
-        archives = _optional("tracepack.convert.archives")
+        archives = optional("tracepack.torch.archives")
         if archives is None:
             raise UsageError("rebuilding archives is not part of this build", where="--archive")
         data = archives.expand_archive(doc, args.archive, debug_format=args.debug_format)
@@ -238,21 +161,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(quick=args.quick)
 
 
-def cmd_schema(args: argparse.Namespace) -> int:
-    schema_cli = _optional("tracepack.schema_check.cli")
-    if schema_cli is None:
-        raise UsageError("the schema checker is not part of this build", where="schema")
-    return int(schema_cli.main(list(args.rest)))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from tracepack import __version__
+def register(sub: Any) -> None:
+    """Add this module's commands to the ``tracepack`` parser."""
     from tracepack.codecs import CODECS
     from tracepack.container import COMPRESSIONS
-
-    p = _Parser(prog="tracepack", description="Exported ML graphs and their debug info, typed and interned.")
-    p.add_argument("--version", action="version", version=f"tracepack {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("convert", help="convert a model.json, .pt2, .pt or .tpk into a .tpk")
     c.add_argument("src", help="input: .tpk, torch.export model.json (or .pt2 / TorchScript .pt when supported)")
@@ -284,56 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     e.set_defaults(func=cmd_expand)
 
-    def _pt2_command(name: str) -> Callable[[argparse.Namespace], int]:
-        def run(args: argparse.Namespace) -> int:
-            from tracepack.convert import pt2
-
-            return int(getattr(pt2, name)(args))
-
-        return run
-
-    k = sub.add_parser("pack", help="move a .pt2's per-node debug strings into a tracepack member of the archive")
-    k.add_argument("src", help="a torch.export .pt2")
-    k.add_argument("dst", help="output .pt2 (written atomically); torch.export.load still reads it")
-    k.add_argument("--keep", metavar="KEY", action="append", help="a node metadata key to leave in model.json")
-    k.set_defaults(func=_pt2_command("cmd_pack"))
-
-    u = sub.add_parser("unpack", help="put a packed .pt2's debug strings back: model.json byte for byte")
-    u.add_argument("src", help="a .pt2 written by `tracepack pack`")
-    u.add_argument("dst", help="output .pt2 (written atomically)")
-    u.set_defaults(func=_pt2_command("cmd_unpack"))
-
     d = sub.add_parser("demo", help="convert the bundled torch.export sample and compare with the legacy form")
     d.add_argument("--quick", action="store_true", help="fewer timing rounds")
     d.set_defaults(func=cmd_demo)
-
-    s = sub.add_parser("schema", help="schema tools: `tracepack schema check OLD NEW` (see its --help)", add_help=False)
-    s.set_defaults(func=cmd_schema, rest=[])
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tracepack`` command; returns the exit code."""
-    try:
-        args, rest = build_parser().parse_known_args(list(sys.argv[1:] if argv is None else argv))
-        if rest and args.command != "schema":
-            raise UsageError(f"unrecognized arguments: {' '.join(rest)}")
-        args.rest = rest
-        return int(args.func(args))
-    except TracepackError as exc:
-        print(f"tracepack: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("tracepack: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # Output piped into `head` and friends: not an error worth a message.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except MemoryError:
-        print("tracepack: out of memory", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:  # the CLI's promise: one line, never a traceback
-        text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-        print(f"tracepack: internal error: {text} (please report this)", file=sys.stderr)
-        return EXIT_INTERNAL

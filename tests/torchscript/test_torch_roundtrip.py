@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracepack.legacy.debug_pkl import (
+from tracepack.torch.torchscript.debug_pkl import (
     DebugPklForm,
     SourceRangeRow,
     parse_callstack_debug_map,

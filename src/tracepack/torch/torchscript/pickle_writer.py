@@ -4,7 +4,7 @@ Writing is safe (nothing is executed), but :mod:`pickle` cannot write the one
 global TorchScript needs (``torch.jit._pickle build_intlist``) without torch
 installed, and its memo choices differ from torch's. This writer follows the
 rules of torch's C++ pickler, so that a ``debug_pkl`` read by
-:mod:`tracepack.legacy.debug_pkl` and written back is byte-identical:
+:mod:`tracepack.torch.torchscript.debug_pkl` and written back is byte-identical:
 
 * ``PROTO 2`` first, ``STOP`` last, no ``FRAME``;
 * ints: ``BININT1`` (0..255), ``BININT2`` (..65535), ``BININT`` (int32),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracepack.errors import LegacyFormatError
-from tracepack.legacy.debug_pkl import (
+from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
     MobileDebugHandles,
@@ -22,7 +22,7 @@ from tracepack.legacy.debug_pkl import (
     parse_debug_pkl,
     parse_mobile_debug_handles,
 )
-from tracepack.legacy.pickle_reader import DEFAULT_LIMITS, PickleLimits
+from tracepack.torch.torchscript.pickle_reader import DEFAULT_LIMITS, PickleLimits
 
 __all__ = ["TorchScriptDebugInfo", "read_torchscript_debug_info"]
 

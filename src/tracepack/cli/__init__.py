@@ -1,0 +1,77 @@
+"""The ``tracepack`` command line.
+
+Every subcommand has ``--help``. Errors are one line on stderr, never a
+traceback; exit codes: 0 success, 1 internal error, 2 bad input (a file that
+is not what it should be, a bad option), 130 interrupted.
+
+Each command group is a module of this package with a ``register(sub)`` function
+that adds its subcommands; :data:`COMMAND_MODULES` lists them in ``--help`` order.
+A command is a thin call into the library: no format logic lives here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tracepack.cli._common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, load_any
+from tracepack.errors import TracepackError, UsageError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "load_any", "main"]
+
+#: The command groups, in the order ``tracepack --help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "tracepack.cli.core",
+    "tracepack.cli.torch",
+    "tracepack.cli.schema",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 through our own handler."""
+
+    def error(self, message: str) -> Any:
+        sub = self.prog.removeprefix("tracepack").strip()
+        raise UsageError(message, where=sub or None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tracepack import __version__
+
+    p = _Parser(prog="tracepack", description="Exported ML graphs and their debug info, typed and interned.")
+    p.add_argument("--version", action="version", version=f"tracepack {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tracepack`` command; returns the exit code."""
+    try:
+        args, rest = build_parser().parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        if rest and args.command != "schema":
+            raise UsageError(f"unrecognized arguments: {' '.join(rest)}")
+        args.rest = rest
+        return int(args.func(args))
+    except TracepackError as exc:
+        print(f"tracepack: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tracepack: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Output piped into `head` and friends: not an error worth a message.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except MemoryError:
+        print("tracepack: out of memory", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # the CLI's promise: one line, never a traceback
+        text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        print(f"tracepack: internal error: {text} (please report this)", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,1 @@
+"""Every byte in and out of tracepack: archive members (``zip``), and the limits that bound them."""
