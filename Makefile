@@ -10,7 +10,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples clean
+.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples release-samples clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,10 @@ bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in 
 samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (paths neutralised)
 	$(BIN)/python scripts/torch/export_sample.py
 	$(BIN)/python scripts/torch/export_torchscript_sample.py
+
+RELEASE_PYTHON ?= python3.11
+release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)
+	$(RELEASE_PYTHON) scripts/torch/releases/build_all.py $(RELEASES)
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
