@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent.parent
@@ -35,7 +35,7 @@ RELEASES = ["2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.10", "2.1
 EXTRA = {"2.1": ["numpy<2"], "2.2": ["numpy<2"]}
 
 
-def run(cmd: List[str]) -> None:
+def run(cmd: list[str]) -> None:
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 
@@ -57,8 +57,8 @@ def build(version: str, workdir: Path, keep: bool, scratch: Path | None) -> None
     print(f"[{version}] done in {time.monotonic() - started:.0f} s", flush=True)
 
 
-def manifest() -> Dict[str, Any]:
-    releases: Dict[str, Any] = {}
+def manifest() -> dict[str, Any]:
+    releases: dict[str, Any] = {}
     for folder in sorted(OUT.iterdir(), key=lambda p: [int(x) for x in p.name.split(".")] if p.is_dir() else []):
         if not folder.is_dir() or not (folder / "readback.json").exists():
             continue

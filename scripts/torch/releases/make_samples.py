@@ -41,16 +41,16 @@ import tempfile
 import traceback
 import warnings
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
+import models  # noqa: E402
 import torch  # noqa: E402
 from _sample_common import PathRewriter, check_clean, machine_prefixes, rewrite_zip  # noqa: E402
-
-import models  # noqa: E402
 
 RELEASE = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 
@@ -99,21 +99,19 @@ def arg_json(a: Any) -> Any:
     return repr(a)
 
 
-def graph_json(graph: Any) -> List[Dict[str, Any]]:
+def graph_json(graph: Any) -> list[dict[str, Any]]:
     out = []
     for node in graph.nodes:
         meta = node.meta
         stack = meta.get("nn_module_stack")
-        entry: Dict[str, Any] = {
+        entry: dict[str, Any] = {
             "name": node.name,
             "op": node.op,
             "target": target_name(node.target),
             "args": arg_json(node.args),
             "kwargs": arg_json(node.kwargs),
             "stack_trace": meta.get("stack_trace"),
-            "nn_module_stack": None
-            if stack is None
-            else [[k, v[0], type_name(v[1])] for k, v in stack.items()],
+            "nn_module_stack": None if stack is None else [[k, v[0], type_name(v[1])] for k, v in stack.items()],
         }
         sfs = meta.get("source_fn_stack")
         if sfs is not None:
@@ -127,7 +125,7 @@ def graph_json(graph: Any) -> List[Dict[str, Any]]:
     return out
 
 
-def submodule_graphs(gm: Any) -> Dict[str, Any]:
+def submodule_graphs(gm: Any) -> dict[str, Any]:
     out = {}
     for name, sub in gm.named_children():
         if isinstance(sub, torch.fx.GraphModule):
@@ -165,7 +163,7 @@ def rewrite_pickle_strings(data: bytes, fix: Callable[[str], str]) -> bytes:
     return bytes(out)
 
 
-def python_zip_copy(src: Path, dst: Path, replace: Dict[str, bytes]) -> None:
+def python_zip_copy(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
     """Copy a zip written by Python's zipfile member by member, swapping some contents."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
         for info in zin.infolist():
@@ -177,7 +175,7 @@ def python_zip_copy(src: Path, dst: Path, replace: Dict[str, bytes]) -> None:
 
 
 def neutralise(src: Path, dst: Path, rewriter: PathRewriter) -> None:
-    replace: Dict[str, bytes] = {}
+    replace: dict[str, bytes] = {}
     with zipfile.ZipFile(src) as archive:
         torch_writer = any(i.extra.startswith(b"FB") for i in archive.infolist())
         for info in archive.infolist():
@@ -201,7 +199,7 @@ def neutralise(src: Path, dst: Path, rewriter: PathRewriter) -> None:
 # -- torch.export --------------------------------------------------------------------------------------
 
 
-def export(model: Any, args: Tuple[Any, ...], dynamic_batch: bool) -> Any:
+def export(model: Any, args: tuple[Any, ...], dynamic_batch: bool) -> Any:
     if not dynamic_batch:
         return torch.export.export(model, args)
     Dim = getattr(torch.export, "Dim", None)
@@ -213,7 +211,7 @@ def export(model: Any, args: Tuple[Any, ...], dynamic_batch: bool) -> Any:
     return torch.export.export(model, args, constraints=[dynamic_dim(args[0], 0) >= 2])
 
 
-def run_program(ep: Any, args: Tuple[Any, ...]) -> Any:
+def run_program(ep: Any, args: tuple[Any, ...]) -> Any:
     module = getattr(ep, "module", None)
     with torch.no_grad():
         if module is not None:
@@ -224,7 +222,7 @@ def run_program(ep: Any, args: Tuple[Any, ...]) -> Any:
         return ep(*args)
 
 
-def export_cases() -> Iterator[Tuple[str, Any, List[Tuple[Any, ...]], bool]]:
+def export_cases() -> Iterator[tuple[str, Any, list[tuple[Any, ...]], bool]]:
     torch.manual_seed(0)
     yield "mlp", models.MLP().eval(), [(torch.randn(2, 4),)], False
     yield "transformer", models.Transformer().eval(), [(torch.randn(1, 5, models.DIM),)], False
@@ -233,7 +231,7 @@ def export_cases() -> Iterator[Tuple[str, Any, List[Tuple[Any, ...]], bool]]:
     yield "cond", models.CondBranches().eval(), [(torch.randn(2, models.DIM),), (-torch.ones(2, models.DIM),)], False
 
 
-def schema_version() -> Optional[str]:
+def schema_version() -> str | None:
     try:
         from torch._export.serde import schema
     except ImportError:
@@ -244,9 +242,9 @@ def schema_version() -> Optional[str]:
     return None if version is None else str(version)
 
 
-def do_exports(out: Path, tmp: Path, rewriter: PathRewriter, record: Dict[str, Any]) -> None:
+def do_exports(out: Path, tmp: Path, rewriter: PathRewriter, record: dict[str, Any]) -> None:
     for name, model, inputs, dynamic in export_cases():
-        entry: Dict[str, Any] = {"kind": "export", "inputs": [tensor_json(list(a)) for a in inputs]}
+        entry: dict[str, Any] = {"kind": "export", "inputs": [tensor_json(list(a)) for a in inputs]}
         record["files"][f"{name}.pt2"] = entry
         try:
             with torch.no_grad():
@@ -291,7 +289,7 @@ def save_script(module: Any, path: Path, lite: bool) -> None:
         torch.jit.save(module, str(path))
 
 
-def strip_members(src: Path, dst: Path, drop: Tuple[str, ...]) -> List[str]:
+def strip_members(src: Path, dst: Path, drop: tuple[str, ...]) -> list[str]:
     """``src`` without the members whose names end with one of ``drop``; returns those dropped."""
     dropped = []
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
@@ -303,7 +301,7 @@ def strip_members(src: Path, dst: Path, drop: Tuple[str, ...]) -> List[str]:
     return dropped
 
 
-def lite_error(path: Path, args: Tuple[Any, ...], rewriter: PathRewriter) -> Optional[str]:
+def lite_error(path: Path, args: tuple[Any, ...], rewriter: PathRewriter) -> str | None:
     from torch.jit.mobile import _load_for_lite_interpreter
 
     mobile = _load_for_lite_interpreter(str(path))
@@ -314,7 +312,7 @@ def lite_error(path: Path, args: Tuple[Any, ...], rewriter: PathRewriter) -> Opt
     return None
 
 
-def do_torchscript(out: Path, tmp: Path, rewriter: PathRewriter, record: Dict[str, Any]) -> None:
+def do_torchscript(out: Path, tmp: Path, rewriter: PathRewriter, record: dict[str, Any]) -> None:
     torch.manual_seed(1)
     model = models.ScriptNet().eval()
     x = torch.randn(2, 4)
@@ -330,14 +328,18 @@ def do_torchscript(out: Path, tmp: Path, rewriter: PathRewriter, record: Dict[st
         "bad_g_features": (x, torch.randn(2, 3)),
         "bad_x_dtype": (x.double(), g),
     }
-    for name, module, lite in (("script.pt", scripted, False), ("traced.pt", traced, False), ("lite.ptl", scripted, True)):
+    for name, module, lite in (
+        ("script.pt", scripted, False),
+        ("traced.pt", traced, False),
+        ("lite.ptl", scripted, True),
+    ):
         raw = tmp / name
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             save_script(module, raw, lite)
         dst = out / name
         neutralise(raw, dst, rewriter)
-        entry: Dict[str, Any] = {"kind": "lite" if lite else "torchscript", "inputs": tensor_json([x, g])}
+        entry: dict[str, Any] = {"kind": "lite" if lite else "torchscript", "inputs": tensor_json([x, g])}
         entry["eager_outputs"] = eager
         loaded = torch.jit.load(str(dst))
         with torch.no_grad():
@@ -373,7 +375,7 @@ def main() -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     rewriter = PathRewriter(machine_prefixes(Path(torch.__file__).resolve().parent.parent))
-    record: Dict[str, Any] = {
+    record: dict[str, Any] = {
         "torch": torch.__version__.split("+")[0],
         "release": RELEASE,
         "python": ".".join(str(v) for v in sys.version_info[:3]),

@@ -7,7 +7,7 @@ from 2.1 on has are used here; what differs between releases lives in
 ``make_samples.py``.
 """
 
-from typing import Any, Tuple
+from typing import Any
 
 import torch
 from torch import nn
@@ -185,6 +185,6 @@ class ScriptNet(nn.Module):
         self.block1 = ScriptBlock()
         self.head = nn.Linear(DIM, 2)
 
-    def forward(self, x: torch.Tensor, g: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.block1(self.block0(self.embed(x), g), g)
         return self.head(h), h.sum(dim=-1)
