@@ -2,6 +2,7 @@
 
 >>> import tracepack
 >>> doc = tracepack.load("model.tpk")             # any codec, compression, released version
+>>> doc = tracepack.load("model.pt2")             # or a torch.export .pt2 / model.json, a TorchScript .pt
 >>> doc.node("linear").stack_trace                 # the legacy string, byte for byte
 >>> tracepack.dump(doc, "out.tpk", codec="msgpack", compression="zstd", level=19)
 """
@@ -9,12 +10,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import zstandard
-
 from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
-from tracepack.document import Document, NodeView
+from tracepack.document import DebugHandle, Document, NodeView
 from tracepack.errors import (
     ContainerError,
     DecodeError,
@@ -22,29 +22,38 @@ from tracepack.errors import (
     InputError,
     IntegrityError,
     LegacyFormatError,
+    NotFoundError,
     SchemaError,
     TracepackError,
     UnsafePickleError,
     UsageError,
     VersionError,
 )
+from tracepack.formats import ZstdDict, zstd_dictionary
+from tracepack.traces import FrameKey, ModuleKey
 
 if TYPE_CHECKING:
-    from tracepack.lazy import LazyDocument
+    from tracepack.lazy import LazyDocument, LazyNode
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ContainerError",
+    "DebugHandle",
     "DecodeError",
     "Document",
     "DocumentBuilder",
     "EncodeError",
+    "FrameKey",
     "Generic",
     "InputError",
     "IntegrityError",
+    "LazyDocument",
+    "LazyNode",
     "LegacyFormatError",
+    "ModuleKey",
     "NodeView",
+    "NotFoundError",
     "SchemaError",
     "SymInt",
     "Tensor",
@@ -52,6 +61,7 @@ __all__ = [
     "UnsafePickleError",
     "UsageError",
     "VersionError",
+    "ZstdDict",
     "__version__",
     "dump",
     "dumps",
@@ -63,12 +73,21 @@ __all__ = [
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
 
 
+def __getattr__(name: str) -> Any:
+    # The lazy reader loads on first use: `import tracepack` stays fast.
+    if name in ("LazyDocument", "LazyNode"):
+        from tracepack import lazy
+
+        return getattr(lazy, name)
+    raise AttributeError(f"module 'tracepack' has no attribute {name!r}")
+
+
 def loads(
     data: bytes | bytearray | memoryview,
     *,
     source: str = "<bytes>",
     max_size: int | None = None,
-    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    zstd_dict: ZstdDict | None = None,
     validate: bool = True,
 ) -> Document:
     """Decode a ``.tpk`` container held in memory (see :func:`load`)."""
@@ -76,7 +95,12 @@ def loads(
     from tracepack.codecs import codec_by_name
     from tracepack.versions import CURRENT, reader_version
 
-    header, payload = container.unpack(data, source=source, max_size=max_size, zstd_dict=zstd_dict)
+    header, payload = container.unpack(
+        data,
+        source=source,
+        max_size=container.DEFAULT_MAX_SIZE if max_size is None else max_size,
+        zstd_dict=zstd_dictionary(zstd_dict),
+    )
     version = reader_version(header.schema_version, source=source)
     newer = version != header.schema_version
     _, codec = codec_by_name(header.codec)
@@ -130,22 +154,30 @@ def load(
     source: Source,
     *,
     max_size: int | None = None,
-    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    zstd_dict: ZstdDict | None = None,
     validate: bool = True,
 ) -> Document:
-    """Read a ``.tpk`` file (a path) or container bytes into a :class:`Document`.
+    """Read a file (a path) or its bytes into a :class:`Document`: any format tracepack reads.
 
-    The codec, compression and schema version come from the header; older released
-    versions are migrated to the current one in memory. ``max_size`` caps the
-    decompressed size (default 4 GiB). ``validate`` checks every reference and trie.
+    A ``.tpk`` container: the codec, compression and schema version come from the header; older
+    released versions are migrated to the current one in memory. ``max_size`` caps the decompressed
+    size (default 4 GiB); ``zstd_dict`` is the dictionary it was compressed with (its bytes, or a
+    ``zstandard.ZstdCompressionDict``). ``validate`` checks every reference and trie.
+
+    A torch file (a torch.export ``model.json`` or ``.pt2``, a TorchScript ``.pt``/``.ptl``) is
+    converted, without torch and without unpickling anything. The format is recognised by content;
+    anything else raises :class:`InputError` saying what the file looks like.
     """
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return loads(source, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
-    from tracepack.io.files import read_input
+    from tracepack.formats import read_document
 
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return read_document(source, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
     name = os.fspath(source)
-    data = read_input(name)  # a regular file only: a FIFO or device is refused, not read forever
-    return loads(data, source=name, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    return read_document(data, source=name, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
 
 
 def dumps(
@@ -154,7 +186,7 @@ def dumps(
     codec: str = "msgpack",
     compression: str = "zstd",
     level: int = 3,
-    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    zstd_dict: ZstdDict | None = None,
     version: tuple[int, int] | None = None,
 ) -> bytes:
     """Encode ``doc`` as ``.tpk`` container bytes.
@@ -172,7 +204,12 @@ def dumps(
         raw = migrations.downgrade(raw, CURRENT, target)
     payload = module.encode(raw, target)
     return container.pack(
-        payload, schema_version=target, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict
+        payload,
+        schema_version=target,
+        codec=codec,
+        compression=compression,
+        level=level,
+        zstd_dict=zstd_dictionary(zstd_dict),
     )
 
 
@@ -183,7 +220,7 @@ def dump(
     codec: str = "msgpack",
     compression: str = "zstd",
     level: int = 3,
-    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    zstd_dict: ZstdDict | None = None,
     version: tuple[int, int] | None = None,
 ) -> int:
     """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size."""
@@ -194,10 +231,8 @@ def dump(
     return len(data)
 
 
-def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
+def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access (see :mod:`tracepack.lazy`).
-
-    The payload CRC-32 is checked on open; ``checksum=False`` skips it for a trusted file.
 
     >>> with tracepack.open("model.tpk") as doc:
     ...     doc.node("linear").stack_trace

@@ -26,7 +26,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tracepack import model as m
-from tracepack.errors import UsageError
+from tracepack.errors import TracepackError, UsageError
 from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
@@ -119,6 +119,8 @@ class DocumentBuilder:
         self._prov_ids: dict[tuple[int, int, int, int, int, tuple[int, ...]], int] = {(0, 0, 0, 0, 0, ()): 0}
         self._prov_used = False
         self._handles: list[tuple[int, int, int, int, int]] = []
+        #: whether the caller handed over table indices of its own (checked at build())
+        self._raw_refs = False
         self._nodes: list[m.Node] = []
         self._node_names: set[str] = set()
         self._inputs: list[m.Argument] = []
@@ -427,6 +429,7 @@ class DocumentBuilder:
 
     def add_raw_node(self, node: m.Node) -> int:
         """Append a node built by the caller from this builder's indices (fast path for importers)."""
+        self._raw_refs = True
         self._nodes.append(node)
         return len(self._nodes) - 1
 
@@ -483,6 +486,7 @@ class DocumentBuilder:
         source_range: int = 0,
     ) -> None:
         """Record a debug handle (any order; the table is sorted on build)."""
+        self._raw_refs = True
         self._handles.append((handle, stack, module, self.string(op), source_range))
 
     def add_debug_file(self, path: str, rows: Iterable[tuple[int, int, int]], *, legacy: bool = False) -> None:
@@ -493,6 +497,7 @@ class DocumentBuilder:
             ranges.append(rng)
             tags.append(tag)
         fmt = m.DebugFormat.LEGACY if legacy else m.DebugFormat.STRING_TABLE
+        self._raw_refs = True
         self._debug_files.append(m.DebugFile(path, offsets, ranges, tags, fmt))
 
     def add_metadata(self, key: str, value: str) -> None:
@@ -564,11 +569,24 @@ class DocumentBuilder:
             provenance=provenance,
         )
 
-    def build(self) -> Document:
-        """The finished :class:`~tracepack.Document`."""
+    def build(self, *, validate: bool | None = None) -> Document:
+        """The finished :class:`~tracepack.Document`.
+
+        ``validate`` checks every reference and trie first (:meth:`Document.validate`), so a document
+        with a dangling reference (a raw node, debug handle or debug file row pointing past a table) is
+        refused here, naming the place, instead of being written into a file that :func:`tracepack.load`
+        refuses. By default it runs when the builder was given such raw indices (``add_raw_node``,
+        ``add_debug_handle``, ``add_debug_file``); what ``add_node`` interns is valid by construction.
+        """
         from tracepack.document import Document
 
-        return Document(self.build_raw())
+        doc = Document(self.build_raw())
+        if self._raw_refs if validate is None else validate:
+            try:
+                doc.validate()
+            except TracepackError as exc:
+                raise exc.with_source("DocumentBuilder.build") from None
+        return doc
 
 
 def _frame_key(f: Any) -> FrameKey:

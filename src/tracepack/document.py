@@ -19,7 +19,7 @@ from operator import ne
 from typing import Any, NamedTuple
 
 from tracepack import model as m
-from tracepack.errors import DecodeError, IntegrityError, UsageError
+from tracepack.errors import DecodeError, IntegrityError, NotFoundError, did_you_mean
 from tracepack.traces import (
     FrameKey,
     ModuleKey,
@@ -152,11 +152,12 @@ class Document(ModuleRendering):
         """A node by name or index."""
         if isinstance(key, int):
             if not -len(self) <= key < len(self):
-                raise UsageError(f"node index {key} out of range ({len(self)} nodes)", where="node")
+                raise NotFoundError(f"node index {key} out of range ({len(self)} nodes)", key=key, where="node")
             return NodeView(self, key % len(self) if key < 0 else key)
         i = self._node_index.get(key)
         if i is None:
-            raise UsageError(f"no node named {key!r}", where="node")
+            hint = did_you_mean(key, self._node_index)
+            raise NotFoundError(f"no node named {key!r}{hint}", key=key, where="node")
         return NodeView(self, i)
 
     def nodes(self) -> Iterator[NodeView]:
@@ -271,7 +272,7 @@ class Document(ModuleRendering):
         t = self.raw.debug_handles
         i = bisect_left(t.handle, handle)
         if i == len(t.handle) or t.handle[i] != handle:
-            raise UsageError(f"no debug handle {handle}", where="debug_handle")
+            raise NotFoundError(f"no debug handle {handle}", key=handle, where="debug_handle")
         rng = t.range[i]
         src = None
         if rng:
@@ -342,6 +343,11 @@ class NodeView:
     @property
     def frames(self) -> list[FrameKey]:
         return self._doc.frames(self.raw.stack)
+
+    @property
+    def modules(self) -> list[ModuleKey]:
+        """The module-trie path of the node, outermost module first (empty at the root)."""
+        return self._doc.modules(self.raw.module)
 
     @property
     def from_node(self) -> str | None:

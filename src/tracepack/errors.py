@@ -19,18 +19,24 @@ InputError            2           anything wrong with what the user gave us
   VersionError        2           a schema/container/legacy version we cannot
                                   read (or write, for ``--to-version``)
   DecodeError         2           a payload that does not match the schema
-  IntegrityError      2           references out of range, trie cycles,
+                                  (also a ``ValueError``, like msgspec's)
+    IntegrityError    2           references out of range, trie cycles,
                                   duplicate table entries
   LegacyFormatError   2           torch ``model.json`` / ``.pt2`` / ``.pt``
                                   / pickle problems
     UnsafePickleError 2           a pickle that tries to import or call
   SchemaError         2           a schema file that is not valid
   UsageError          2           bad arguments to an API or CLI command
+    NotFoundError     2           a lookup by name, index or handle that
+                                  finds nothing (also a ``KeyError``)
 EncodeError           1           we could not encode a document
 ====================  ==========  ==========================================
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 __all__ = [
     "ContainerError",
@@ -39,6 +45,7 @@ __all__ = [
     "InputError",
     "IntegrityError",
     "LegacyFormatError",
+    "NotFoundError",
     "SchemaError",
     "TracepackError",
     "UnsafePickleError",
@@ -107,8 +114,12 @@ class VersionError(InputError):
     """A version this build cannot read or write."""
 
 
-class DecodeError(InputError):
-    """A payload does not match the schema it claims."""
+class DecodeError(InputError, ValueError):
+    """A payload does not match the schema it claims.
+
+    Also a :class:`ValueError`, as decoding errors are in the standard library and msgspec, so
+    ``except ValueError`` around a decode catches it.
+    """
 
 
 class IntegrityError(DecodeError):
@@ -129,6 +140,32 @@ class SchemaError(InputError):
 
 class UsageError(InputError):
     """Bad arguments: wrong option values, a node that does not exist, and so on."""
+
+
+class NotFoundError(UsageError, KeyError):
+    """A lookup that finds nothing: a node name or index, a debug handle.
+
+    Also a :class:`KeyError`, so ``except KeyError`` works as it does around a ``dict``; ``key`` is what
+    was looked up, and the message suggests close names where there are any ("did you mean ...").
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        key: object = None,
+        source: str | None = None,
+        where: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.key = key
+        super().__init__(problem, source=source, where=where, expected=expected)
+
+
+def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> str:
+    """`` (did you mean 'a', 'b'?)`` for the close matches of ``name`` among ``candidates``, else ``""``."""
+    close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class EncodeError(TracepackError):

@@ -1,6 +1,6 @@
 """Lazy, random-access reading of an uncompressed FlatBuffers ``.tpk``: ``tracepack.open(path)``.
 
->>> with tracepack.open("model.tpk") as doc:           # reads + checks the file; decodes nothing
+>>> with tracepack.open("model.tpk") as doc:           # memory-maps the file; decodes nothing
 ...     print(doc.node("linear_3").stack_trace)        # binary search by name, one trace rendered
 ...     print(doc.debug_handle(1234).stack_trace)      # binary search over the sorted handles
 
@@ -16,13 +16,6 @@ users see one model. A table or column the file's version does not have reads as
 (``table_sizes()`` reports the current model's tables, 0 rows for those), a 1.0 node has
 no ``from_node`` provenance, and :attr:`LazyNode.raw` is the node migrated to the current
 model, by the registered migrations, exactly as ``tracepack.load`` migrates it.
-
-What it hands out is verified, and the file cannot change under it: opening reads the file
-once into private memory (a snapshot; a file truncated or rewritten while a reader has it open
-changes nothing and can never crash the process, as a memory-mapped file would with SIGBUS) and
-checks the container's payload CRC-32 over it (``checksum=False`` skips that for trusted files).
-Both are one pass at memory speed; on a 100k-node file that is ~20 ms against ~2 s for a full
-decode, so a one-trace lookup stays well over 100x faster (``make bench``).
 
 Nothing is trusted. Opening checks the container header, the payload length, the root
 and every table header and column length (a few hundred bytes, whatever the document's
@@ -44,6 +37,7 @@ asked for, so a damaged index can at worst miss, never return a different node.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import mmap
 import os
@@ -60,7 +54,15 @@ import msgspec
 from tracepack.codecs import _fbrt as rt
 from tracepack.container import HEADER_SIZE, ContainerHeader, read_header
 from tracepack.document import FROM_NODE_KEY, DebugHandle, resolve_argument
-from tracepack.errors import ContainerError, DecodeError, IntegrityError, TracepackError, UsageError
+from tracepack.errors import (
+    ContainerError,
+    DecodeError,
+    IntegrityError,
+    NotFoundError,
+    TracepackError,
+    UsageError,
+    did_you_mean,
+)
 from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
@@ -113,13 +115,11 @@ def _upgrade_node(node: Any, version: tuple[int, int]) -> Any:
     return migrations.upgrade(doc, version, CURRENT).graph.nodes[0]
 
 
-def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
+def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access.
 
-    The file is read once into private memory (a snapshot: changing or truncating the file
-    later cannot affect, or crash, the reader) and its payload CRC-32 is checked (one pass at C
-    speed) before anything is handed out. ``checksum=False`` skips the CRC for a trusted file;
-    every structural check stays on. Close the document (or use ``with``) to free the memory.
+    ``checksum=True`` also checks the payload's CRC-32 (one pass over the file, at
+    C speed) before anything is read. Close the document (or use ``with``) to unmap it.
     """
     return LazyDocument(path, checksum=checksum)
 
@@ -205,7 +205,7 @@ class _Provenance:
 class LazyDocument(ModuleRendering):
     """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
 
-    def __init__(self, path: str | os.PathLike[str], *, checksum: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, checksum: bool = False) -> None:
         self.path = os.fspath(path)
         self._views: list[memoryview] = []
         self._closed = True
@@ -215,7 +215,10 @@ class LazyDocument(ModuleRendering):
         # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
         # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
         self._prov: _Provenance | None = None
-        self._mm: mmap.mmap | None = None
+        try:
+            self._file = builtins.open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise UsageError(f"cannot open: {exc.strerror}", source=self.path) from None
         self._closed = False
         try:
             self._open(checksum)
@@ -234,7 +237,10 @@ class LazyDocument(ModuleRendering):
         from tracepack.versions import reader_version
 
         src = self.path
-        self._mm = _snapshot(src)
+        size = os.fstat(self._file.fileno()).st_size
+        if size < HEADER_SIZE:
+            read_header(self._file.read(HEADER_SIZE), source=src)  # raises the right ContainerError
+        self._mm: mmap.mmap | None = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         whole = self._view(memoryview(self._mm))
         header = self.container = read_header(whole[:HEADER_SIZE], source=src)
         if header.codec != "flatbuffers" or header.compression != "none":
@@ -390,6 +396,7 @@ class LazyDocument(ModuleRendering):
             with contextlib.suppress(BufferError):  # a caller still holds a column view: unmapped with it
                 mm.close()
             self._mm = None
+        self._file.close()
 
     def __enter__(self) -> LazyDocument:
         return self
@@ -474,11 +481,12 @@ class LazyDocument(ModuleRendering):
         n = self._node_count
         if isinstance(key, int):
             if not -n <= key < n:
-                raise UsageError(f"node index {key} out of range ({n} nodes)", where="node")
+                raise NotFoundError(f"node index {key} out of range ({n} nodes)", key=key, where="node")
             return LazyNode(self, key % n if key < 0 else key)
         i = self._find(key.encode("utf-8", "surrogatepass"))
         if i is None:
-            raise UsageError(f"no node named {key!r}", where="node")
+            hint = did_you_mean(key, (LazyNode(self, j).name for j in range(n)))
+            raise NotFoundError(f"no node named {key!r}{hint}", key=key, where="node")
         return LazyNode(self, i)
 
     def __getitem__(self, key: str | int) -> LazyNode:
@@ -717,7 +725,7 @@ class LazyDocument(ModuleRendering):
             else:
                 hi = mid
         if lo == len(handles) or handles[lo] != handle:
-            raise UsageError(f"no debug handle {handle}", where="debug_handle")
+            raise NotFoundError(f"no debug handle {handle}", key=handle, where="debug_handle")
         i = lo
         ref = self._ref
         rng = ref("ranges", t["range"][i], "ranges", f"$.debug_handles.range[{i}]")
@@ -907,6 +915,11 @@ class LazyNode:
         return self._doc.frames(self.stack)
 
     @property
+    def modules(self) -> list[ModuleKey]:
+        """The module-trie path of the node, outermost module first (empty at the root)."""
+        return self._doc.modules(self.module)
+
+    @property
     def meta(self) -> dict[str, str]:
         """All metadata in the producer's order, lifted values rendered back."""
         d = self._doc
@@ -960,56 +973,6 @@ class LazyNode:
 
     def __repr__(self) -> str:
         return f"<node {self.name} = {self.target}>"
-
-
-def _snapshot(path: str) -> mmap.mmap:
-    """The whole file, read into private anonymous memory.
-
-    Why not map the file itself: a file truncated (or rewritten shorter) while it is mapped turns
-    the next access to a lost page into SIGBUS, which kills the process. A private copy cannot
-    change under the reader, costs one read at memory speed (the CRC pass reads every byte
-    anyway) and lives outside Python's heap (an anonymous map, released by :meth:`close`).
-    Only a regular file is read: a FIFO or device is refused before anything blocks.
-    """
-    import stat
-
-    from tracepack.io.files import kind_of
-
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot open: {exc.strerror}", source=path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"is {kind_of(st.st_mode)}, not a regular file", source=path, expected="a .tpk file")
-        size = st.st_size
-        mm = mmap.mmap(-1, max(size, 1))
-        view = memoryview(mm)
-        got = 0
-        try:
-            while got < size:
-                n = os.readv(fd, [view[got:size]])
-                if n <= 0:
-                    break
-                got += n
-        finally:
-            view.release()
-        if got != size:
-            mm.close()
-            raise ContainerError(
-                f"the file changed while it was read: {got} of {size} bytes", source=path, where=f"byte {got}"
-            )
-        if size < HEADER_SIZE:
-            head = bytes(mm[:size])
-            mm.close()
-            read_header(head, source=path)  # raises the ContainerError that says what is wrong
-            raise AssertionError("unreachable: a short header always raises")  # pragma: no cover
-        return mm
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
-    finally:
-        os.close(fd)
 
 
 def _decode_error(exc: BaseException, source: str, where: str) -> DecodeError:

@@ -35,33 +35,10 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
 
 
 def load_any(path: str, *, zstd_dict: zstandard.ZstdCompressionDict | None = None) -> Any:
-    """Read a ``.tpk`` file or any legacy format ``convert`` accepts, as a Document."""
-    import tracepack
-    from tracepack.container import MAGIC
-    from tracepack.torch.export import model_json as export_json
+    """Read any file tracepack reads (a .tpk, a torch.export model.json or .pt2, TorchScript) as a Document."""
+    from tracepack.formats import read_document
 
-    data = read(path)
-    if data.startswith(MAGIC[:4]):
-        return tracepack.loads(data, source=path, zstd_dict=zstd_dict)
-    if export_json.is_model_json(data):
-        return export_json.import_model_json(data, source=path)
-    extra = legacy_importer(path, data)
-    if extra is not None:
-        return extra
-    raise InputError(
-        "not a format tracepack reads",
-        source=path,
-        where="byte 0",
-        expected="a .tpk container or a torch.export model.json",
-    )
-
-
-def legacy_importer(path: str, data: bytes) -> Any:
-    """Archives (.pt2, TorchScript .pt) when the converters for them are installed."""
-    if not data.startswith(b"PK"):
-        return None
-    archives = optional("tracepack.torch.archives")
-    return None if archives is None else archives.import_archive(path, data)
+    return read_document(read(path), source=path, zstd_dict=zstd_dict)
 
 
 def optional(module: str) -> Any:

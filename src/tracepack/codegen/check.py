@@ -61,7 +61,11 @@ def load_schemas(schema_dir: str | Path) -> list[Schema]:
 
 def render_all(schemas: list[Schema]) -> dict[str, str]:
     """``{path relative to generated/: text}``, before formatting."""
-    files: dict[str, str] = {"python/tracepack_generated/__init__.py": emit_package_index(schemas)}
+    files: dict[str, str] = {
+        "python/tracepack_generated/__init__.py": emit_package_index(schemas),
+        # PEP 561: the generated models are typed (mypy --strict on code that uses them).
+        "python/tracepack_generated/py.typed": "",
+    }
     for schema in schemas:
         files.update(emit_python(schema))
         files.update(emit_jsonschema(schema))

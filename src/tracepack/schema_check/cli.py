@@ -3,8 +3,8 @@
 ::
 
     tracepack schema check OLD NEW [--json]     # NEW against OLD: findings, verdict, ways out
-    tracepack schema check --all [DIR] [--json] # every release in DIR (default: schema), the lock
-                                                # file and the draft, if any
+    tracepack schema check --all [DIR] [--json] # every release in DIR (default: the schemas installed
+                                                # with tracepack), the lock file and the draft, if any
 
 Exit codes: 0 compatible and declared correctly; 1 incompatible, wrong
 declared version, or a changed/unlocked release; 2 bad input (a missing or
@@ -193,10 +193,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--all",
         nargs="?",
-        const="schema",
+        const="",
         metavar="DIR",
-        help="check every consecutive pair of releases in DIR (default: schema), the lock file "
-        f"DIR/{LOCK_FILE} and the draft against the latest release",
+        help="check every consecutive pair of releases in DIR (default: the schemas installed with tracepack), "
+        f"the lock file DIR/{LOCK_FILE} and the draft against the latest release",
     )
     c.add_argument("--json", action="store_true", help="machine-readable output")
     return p
@@ -211,6 +211,10 @@ def _run(argv: Sequence[str]) -> int:
     if args.all is not None:
         if args.schemas:
             raise UsageError("--all takes a folder, not OLD NEW")
+        if not args.all:
+            from tracepack.resources import schema_dir
+
+            args.all = str(schema_dir())
         suite = check_all(args.all)
         print(
             json.dumps(_suite_json(suite), indent=2, ensure_ascii=False)

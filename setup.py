@@ -1,0 +1,36 @@
+"""Package layout (the metadata is in pyproject.toml).
+
+The packages are found, not listed, so new modules need no change here. Besides the code in ``src/`` and
+``generated/python/``, the wheel carries the schema files, the generated JSON Schema and FlatBuffers schema
+as data packages of ``tracepack_generated`` (``tracepack schema check --all`` uses them installed), and
+leaves out flatc's Python module (``vX_Y/fb/tables.py``), which only the tests import.
+"""
+
+from setuptools import find_namespace_packages, find_packages, setup
+
+DATA_PACKAGES = {
+    "tracepack_generated.schema": ("schema", ["*.toml", "RELEASED.sha256"]),
+    "tracepack_generated.jsonschema": ("generated/jsonschema", ["*.json"]),
+    "tracepack_generated.fbs": ("generated/fbs", ["*.fbs"]),
+}
+
+setup(
+    packages=[
+        *find_namespace_packages("src", exclude=["*.__pycache__"]),
+        *find_packages("generated/python", exclude=["*.fb"]),
+        *DATA_PACKAGES,
+    ],
+    package_dir={
+        "": "src",
+        "tracepack_generated": "generated/python/tracepack_generated",
+        **{name: folder for name, (folder, _) in DATA_PACKAGES.items()},
+    },
+    # Only what package_data names: the sdist's other files (tests, flatc's fb/tables.py) stay out of the wheel.
+    include_package_data=False,
+    package_data={
+        "tracepack": ["py.typed"],
+        "tracepack.data.sample": ["*"],
+        "tracepack_generated": ["py.typed"],
+        **{name: patterns for name, (_, patterns) in DATA_PACKAGES.items()},
+    },
+)

@@ -1,0 +1,168 @@
+"""Find nodes: by name, op, module path or source line (``tracepack nodes``).
+
+Works on any reader that has ``nodes()`` yielding node views with ``name``, ``target``, ``frames`` and a
+module path (:class:`~tracepack.Document` and :class:`~tracepack.lazy.LazyDocument`)::
+
+    from tracepack.query import NodeFilter, find_nodes
+    for row in find_nodes(doc, NodeFilter(op="linear", source="model.py:42")):
+        print(row.name, row.source)
+
+The filters, all optional and combined with *and*:
+
+``op``
+    the node's target, as dotted words: ``linear`` matches ``torch.ops.aten.linear.default``, and so do
+    ``aten.linear`` and the full name; ``lin`` does not.
+``module``
+    a module path (``blocks.0.attn``, as in ``nn_module_stack`` and ``named_modules()``): nodes made
+    inside that module or any submodule of it. ``""`` is the root, which every node is in.
+``source``
+    ``FILE`` or ``FILE:LINE``: nodes with a frame in that file (and at that line) anywhere in their
+    stack, so a helper's line finds every node it made. ``FILE`` matches a path equal to it or ending in
+    ``/FILE``.
+``match``
+    a regular expression searched for in the node's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tracepack.errors import UsageError
+from tracepack.traces import FrameKey, ModuleKey
+
+__all__ = ["NodeFilter", "NodeRow", "find_nodes", "module_path", "node_row", "parse_source"]
+
+
+class _Reader(Protocol):
+    def nodes(self) -> Iterator[Any]: ...
+
+
+def parse_source(text: str) -> tuple[str, int | None]:
+    """``FILE[:LINE]`` -> ``(file, line or None)``; a UsageError when LINE is not a number."""
+    file, colon, line = text.rpartition(":")
+    if not colon:
+        return text, None
+    if not line.isdigit():
+        if file and not line:
+            raise UsageError(f"source {text!r} has an empty line number", where="--source", expected="FILE[:LINE]")
+        return text, None  # a colon inside the path (a Windows drive, a URL): no line number
+    return file, int(line)
+
+
+def _file_matches(path: str, file: str) -> bool:
+    return path == file or path.endswith("/" + file.lstrip("/"))
+
+
+def module_path(keys: Sequence[ModuleKey]) -> str:
+    """The dotted module path (``blocks.0.attn``) of a module-trie path, ``""`` for the root."""
+    for key in reversed(keys):
+        if key.path:
+            return key.path
+    return ""
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Which nodes to keep (every field optional; all given ones must hold)."""
+
+    op: str | None = None
+    module: str | None = None
+    source: str | None = None
+    match: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.match is not None:
+            try:
+                re.compile(self.match)
+            except re.error as exc:
+                raise UsageError(f"bad regular expression {self.match!r}: {exc}", where="--match") from None
+        if self.source is not None:
+            parse_source(self.source)
+
+    def _op_matches(self, target: str) -> bool:
+        if self.op is None:
+            return True
+        want = self.op.split(".")
+        parts = target.split(".")
+        return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+
+    def _module_matches(self, path: str) -> bool:
+        if self.module is None:
+            return True
+        return self.module in ("", path) or path.startswith(self.module + ".")
+
+    def _source_matches(self, frames: Iterable[FrameKey]) -> bool:
+        if self.source is None:
+            return True
+        file, line = parse_source(self.source)
+        return any(_file_matches(f.file, file) and (line is None or f.line == line) for f in frames)
+
+    def __call__(self, node: Any, path: str | None = None) -> bool:
+        """Whether ``node`` passes; ``path`` is its module path when the caller already has it."""
+        if self.match is not None and re.search(self.match, node.name) is None:
+            return False
+        if not self._op_matches(node.target):
+            return False
+        if self.module is not None and not self._module_matches(_node_module_path(node) if path is None else path):
+            return False
+        return self._source_matches(node.frames)
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One found node, resolved to plain values (what ``tracepack nodes`` prints)."""
+
+    index: int
+    name: str
+    target: str
+    module: str
+    module_type: str
+    #: the innermost frame: (file, line, function, source text); None when the node has no stack
+    source: tuple[str, int, str, str] | None
+    stack_depth: int
+
+    def as_json(self) -> dict[str, Any]:
+        src = self.source
+        return {
+            "index": self.index,
+            "name": self.name,
+            "target": self.target,
+            "module": self.module,
+            "module_type": self.module_type,
+            "source": None if src is None else {"file": src[0], "line": src[1], "function": src[2], "text": src[3]},
+            "stack_depth": self.stack_depth,
+        }
+
+
+def _node_module_path(node: Any) -> str:
+    return module_path(node.modules)
+
+
+def node_row(node: Any) -> NodeRow:
+    """A node view as a :class:`NodeRow`."""
+    keys: list[ModuleKey] = node.modules
+    frames = node.frames
+    last = frames[-1] if frames else None
+    return NodeRow(
+        index=node.index,
+        name=node.name,
+        target=node.target,
+        module=module_path(keys),
+        module_type=next((k.type for k in reversed(keys) if k.path), keys[-1].type if keys else ""),
+        source=None if last is None else (last.file, last.line, last.name, last.text),
+        stack_depth=len(frames),
+    )
+
+
+def find_nodes(doc: _Reader, where: NodeFilter | None = None) -> Iterator[NodeRow]:
+    """The nodes of ``doc`` that pass ``where`` (all of them without one), in graph order."""
+    for node in doc.nodes():
+        if where is None:
+            yield node_row(node)
+            continue
+        row = node_row(node) if where.module is not None else None
+        if where(node, None if row is None else row.module):
+            yield node_row(node) if row is None else row
