@@ -1,4 +1,4 @@
-"""Hypothesis strategies: schema changes, built from the real 1.0 IR with ``dataclasses.replace``.
+"""Hypothesis strategies: schema changes, built from the IR of the newest release with ``dataclasses.replace``.
 
 Each strategy draws a :class:`Mutation`: an OLD and a NEW schema and the
 findings the checker must report, exactly (rule id and place). The expected
@@ -11,15 +11,17 @@ checker is the subject of at least one.
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.schema_check.differential import Identity
+from tracepack.codegen.check import load_schemas
 from tracepack.codegen.emit_fbs import fbs_field_ids
-from tracepack.codegen.model import Enum, EnumValue, Field, Schema, Struct, TypeRef, Union, Variant, load_schema
+from tracepack.codegen.model import Enum, EnumValue, Field, Schema, Struct, TypeRef, Union, Variant
 
 __all__ = ["COMPATIBLE", "EXPECTED", "MUTATIONS", "Mutation", "base_schema", "compatible_changes"]
 
@@ -83,17 +85,22 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @cache
 def base_schema() -> Schema:
-    """The released 1.0 schema's IR."""
-    return load_schema(SCHEMA_DIR / "tracepack-1.0.toml", display="schema/tracepack-1.0.toml")
+    """The IR of the newest released schema (whatever version that is: nothing here names it)."""
+    return [s for s in load_schemas(SCHEMA_DIR) if s.status == "released"][-1]
 
 
 @dataclass(frozen=True)
 class Mutation:
-    """OLD -> NEW and the findings (rule, where) the checker must report, no more, no fewer."""
+    """OLD -> NEW and the findings (rule, where) the checker must report, no more, no fewer.
+
+    ``identity`` names the renames the change means (for the differential test, which follows a
+    renamed member's value through the rename); every other member keeps its name.
+    """
 
     old: Schema
     new: Schema
     expect: frozenset[tuple[str, str]]
+    identity: Identity = field(default_factory=Identity)
 
     def __repr__(self) -> str:  # the schemas are huge; the expected findings say what changed
         return f"Mutation(expect={sorted(self.expect)})"
@@ -178,8 +185,12 @@ def _no_union(s: Struct) -> bool:
     return all(f.type.kind != "union" for f in s.fields)
 
 
-def _m(old: Schema, new: Schema, *expect: tuple[str, str]) -> Mutation:
-    return Mutation(old, new, frozenset(expect))
+def _m(old: Schema, new: Schema, *expect: tuple[str, str], identity: Identity | None = None) -> Mutation:
+    return Mutation(old, new, frozenset(expect), identity or Identity())
+
+
+def _renamed(type_name: str, new: str, old: str) -> Identity:
+    return Identity(members=(((type_name, new), old),))
 
 
 # -- fields ---------------------------------------------------------------------------------------
@@ -245,7 +256,7 @@ def field_renamed(draw: st.DrawFn) -> Mutation:
     s0 = base_schema()
     s, f = _field(draw, s0, lambda s, f: True)
     g = replace(f, name=draw(_fresh({f.name for f in s.fields})))
-    return _m(s0, set_field(s0, s, f, g), ("FIELD_RENAMED", _where(s, g)))
+    return _m(s0, set_field(s0, s, f, g), ("FIELD_RENAMED", _where(s, g)), identity=_renamed(s.name, g.name, f.name))
 
 
 @st.composite
@@ -507,7 +518,7 @@ def enum_value_renamed(draw: st.DrawFn) -> Mutation:
     v = draw(st.sampled_from(e.values))
     w = replace(v, name=draw(_fresh({v.name for v in e.values})))
     new = _rename_enum_defaults(set_enum(s0, e, [w if x is v else x for x in e.values]), e.name, v.name, w.name)
-    return _m(s0, new, ("ENUM_VALUE_RENAMED", f"{e.name}.{w.name}"))
+    return _m(s0, new, ("ENUM_VALUE_RENAMED", f"{e.name}.{w.name}"), identity=_renamed(e.name, w.name, v.name))
 
 
 @st.composite
@@ -591,7 +602,10 @@ def union_variant_renamed(draw: st.DrawFn) -> Mutation:
     v = draw(st.sampled_from(u.variants))
     w = replace(v, name=draw(_fresh({v.name for v in u.variants})))
     return _m(
-        s0, set_union(s0, u, [w if x is v else x for x in u.variants]), ("UNION_VARIANT_RENAMED", f"{u.name}.{w.name}")
+        s0,
+        set_union(s0, u, [w if x is v else x for x in u.variants]),
+        ("UNION_VARIANT_RENAMED", f"{u.name}.{w.name}"),
+        identity=_renamed(u.name, w.name, v.name),
     )
 
 

@@ -19,8 +19,40 @@ def _with_version(schema: Schema, version: tuple[int, int], status: str = "draft
     return replace(schema, major=version[0], minor=version[1], status=status, source="new.toml")
 
 
+def _base() -> tuple[int, int]:
+    """The version of the schema the mutations start from: the newest release, whatever it is."""
+    return base_schema().major, base_schema().minor
+
+
 def _expected_version(bump: str) -> tuple[int, int]:
-    return {"none": (1, 0), "minor": (1, 1), "major": (2, 0)}[bump]
+    major, minor = _base()
+    return {"none": (major, minor), "minor": (major, minor + 1), "major": (major + 1, 0)}[bump]
+
+
+def _v(template: str) -> str:
+    """``template`` with {old}, {minor}, {major}, {skip_minor}, {skip_major}, {down} as versions."""
+    major, minor = _base()
+    return template.format(
+        old=f"{major}.{minor}",
+        minor=f"{major}.{minor + 1}",
+        major=f"{major + 1}.0",
+        skip_minor=f"{major}.{minor + 3}",
+        skip_major=f"{major + 1}.1",
+        down=f"{major - 1}.9",
+        node_last=base_schema().structs["Node"].fields[-1].name,
+    )
+
+
+def _vt(name: str) -> tuple[int, int]:
+    major, minor = _base()
+    return {
+        "old": (major, minor),
+        "minor": (major, minor + 1),
+        "major": (major + 1, 0),
+        "skip_minor": (major, minor + 3),
+        "skip_major": (major + 1, 1),
+        "down": (major - 1, 9),
+    }[name]
 
 
 def test_every_rule_is_exercised_and_documented() -> None:
@@ -47,10 +79,10 @@ def test_mutation_is_flagged(name: str, data: st.DataObject) -> None:
     right = check_pair(m.old, _with_version(m.new, _expected_version(needed) if needed != "forbidden" else (2, 0)))
     assert right.ok == (needed != "forbidden")
     assert right.needed == needed
-    for wrong in [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (0, 9)]:
+    for wrong in [_vt(n) for n in ("old", "minor", "skip_minor", "major", "skip_major", "down")]:
         if needed == "forbidden" or wrong != _expected_version(needed):
             report = check_pair(m.old, _with_version(m.new, wrong))
-            assert not report.ok
+            assert not report.ok, wrong
             assert report.problems
             assert report.ways_out
 
@@ -59,18 +91,18 @@ def test_mutation_is_flagged(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_compatible_mutation_passes_as_minor(name: str, data: st.DataObject) -> None:
     m: Mutation = data.draw(MUTATIONS[name][1])
-    report = check_pair(m.old, _with_version(m.new, (1, 1)))
+    report = check_pair(m.old, _with_version(m.new, _vt("minor")))
     assert report.needed == "minor"
     assert report.ok, report.problems
 
 
 @given(m=compatible_changes())
 def test_compatible_changes_together_need_a_minor_bump(m: Mutation) -> None:
-    report = check_pair(m.old, _with_version(m.new, (1, 1)))
+    report = check_pair(m.old, _with_version(m.new, _vt("minor")))
     assert {(f.rule, f.where) for f in report.findings} == m.expect
     assert all(f.bump == "minor" and not f.breaks for f in report.findings)
     assert report.ok
-    assert report.expected_version == (1, 1)
+    assert report.expected_version == _vt("minor")
 
 
 def test_reflexive_on_the_released_schema() -> None:
@@ -124,57 +156,61 @@ def _major_change() -> Schema:
     [
         (
             "minor",
-            (2, 0),
-            "new.toml declares 2.0, a major bump, but the changes only need a minor bump: 1.1",
-            ["declare version 1.1"],
+            "major",
+            "new.toml declares {major}, a major bump, but the changes only need a minor bump: {minor}",
+            ["declare version {minor}"],
         ),
         (
             "minor",
-            (1, 0),
-            "the changes need a minor bump to 1.1, but new.toml keeps version 1.0",
-            ["declare version 1.1"],
+            "old",
+            "the changes need a minor bump to {minor}, but new.toml keeps version {old}",
+            ["declare version {minor}"],
         ),
         (
             "minor",
-            (1, 3),
-            "new.toml declares 1.3, which skips versions: the next minor version after 1.0 is 1.1",
-            ["declare version 1.1"],
+            "skip_minor",
+            "new.toml declares {skip_minor}, which skips versions: the next minor version after {old} is {minor}",
+            ["declare version {minor}"],
         ),
         (
             "minor",
-            (0, 9),
-            "the version goes down: new.toml declares 0.9, older than 1.0",
-            ["declare version 1.1"],
+            "down",
+            "the version goes down: new.toml declares {down}, older than {old}",
+            ["declare version {minor}"],
         ),
         (
             "major",
-            (1, 1),
-            "the changes need a major bump to 2.0, but new.toml declares 1.1, a minor bump",
+            "minor",
+            "the changes need a major bump to {major}, but new.toml declares {minor}, a minor bump",
             [
-                "keep `Node.meta_values` and mark it `deprecated = true` instead of removing it (FIELD_REMOVED)",
-                "declare version 2.0",
+                "keep `Node.{node_last}` and mark it `deprecated = true` instead of removing it (FIELD_REMOVED)",
+                "declare version {major}",
             ],
         ),
         (
             "major",
-            (2, 1),
-            "new.toml declares 2.1, which skips versions: the next major version after 1.0 is 2.0",
-            ["declare version 2.0"],
+            "skip_major",
+            "new.toml declares {skip_major}, which skips versions: the next major version after {old} is {major}",
+            ["declare version {major}"],
         ),
         (
             "none",
-            (1, 1),
-            "no change a reader can see, but new.toml declares 1.1 after 1.0: an unchanged schema keeps its version",
-            ["keep version 1.0: do not release a schema without changes", "make the change version 1.1 is meant for"],
+            "minor",
+            "no change a reader can see, but new.toml declares {minor} after {old}: an unchanged schema keeps its "
+            "version",
+            [
+                "keep version {old}: do not release a schema without changes",
+                "make the change version {minor} is meant for",
+            ],
         ),
     ],
 )
-def test_version_verdict_messages(new: str, version: tuple[int, int], problem: str, ways: list[str]) -> None:
+def test_version_verdict_messages(new: str, version: str, problem: str, ways: list[str]) -> None:
     s0 = base_schema()
     schema = {"none": s0, "minor": _minor_change().new, "major": _major_change()}[new]
-    report = check_pair(s0, _with_version(schema, version))
-    assert report.problems == (problem,)
-    assert list(report.ways_out) == ways
+    report = check_pair(s0, _with_version(schema, _vt(version)))
+    assert report.problems == (_v(problem),)
+    assert list(report.ways_out) == [_v(w) for w in ways]
 
 
 def test_forbidden_changes_fail_whatever_the_version() -> None:
@@ -188,7 +224,7 @@ def test_forbidden_changes_fail_whatever_the_version() -> None:
             "Node": replace(node, fields=tuple(replace(g, default="python") if g is f else g for g in node.fields)),
         },
     )
-    for version in [(1, 0), (1, 1), (2, 0)]:
+    for version in [_vt("old"), _vt("minor"), _vt("major")]:
         report = check_pair(s0, _with_version(changed, version))
         assert report.problems == ("FIELD_DEFAULT_CHANGED at Node.stack_style is forbidden in every version",)
         assert report.ways_out == (

@@ -35,4 +35,7 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
         raise decode_error(exc, source=source, root=gen.json_model.Document, codec="JSON") from None
     except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
         raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
-    return gen.convert.from_json(keyed)
+    try:
+        return gen.convert.from_json(keyed)
+    except ValueError as exc:  # a u64 above its range (JSON integers have no size)
+        raise DecodeError(str(exc), source=source, where="payload", expected="integers in 0..2**64-1") from None

@@ -25,7 +25,7 @@ Conventions of the generated code:
 from __future__ import annotations
 
 from tracepack.codegen.emit_fbs import FBS_SCALARS, box_name, fbs_field_ids, fbs_path
-from tracepack.codegen.emit_python import header_lines
+from tracepack.codegen.emit_python import float_literal, header_lines
 from tracepack.codegen.model import Field, Schema, Struct, TypeRef
 from tracepack.errors import SchemaError
 
@@ -392,7 +392,7 @@ class _Emitter:
             specs.append((s.name, _snake(s.name).upper()))
             slots = slot_table(s, schema)
             kinds = "".join(k for _, k, _, _ in slots)
-            defaults = "".join(f"{d!r}, " for _, _, d, _ in slots)
+            defaults = "".join(f"{float_literal(d) if isinstance(d, float) else repr(d)}, " for _, _, d, _ in slots)
             names = "".join(f"{n!r}, " for n, _, _, _ in slots)
             out.append(f"_S_{specs[-1][1]} = rt.TableSpec({s.name!r}, {kinds!r}, ({defaults}), ({names}))")
         for u in sorted(self.vector_unions):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracepack.codegen.emit_python import header_lines
+from tracepack.codegen.emit_python import header_lines, json_float
 from tracepack.codegen.model import INT_RANGES, Schema, TypeRef
 
 __all__ = ["emit_jsonschema"]
@@ -23,7 +23,10 @@ def _type(t: TypeRef) -> dict[str, Any]:
         if t.name in INT_RANGES:
             lo, hi = INT_RANGES[t.name]
             return {"type": "integer", "minimum": lo, "maximum": hi}
-        return {"type": "boolean"} if t.name == "bool" else {"type": "number"}
+        if t.name == "bool":
+            return {"type": "boolean"}
+        # JSON has no NaN or infinities: the JSON codec writes them as these names.
+        return {"anyOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
     if t.kind == "str":
         return {"type": "string"}
     if t.kind == "bytes":
@@ -48,7 +51,8 @@ def emit_jsonschema(schema: Schema) -> dict[str, str]:
                 prop = {"anyOf": [prop, {"type": "null"}]}
             prop["description"] = f.doc
             if f.has_default:
-                prop["default"] = f.default
+                is_float = f.type.kind == "scalar" and f.type.name in ("f32", "f64")
+                prop["default"] = json_float(f.default) if is_float else f.default
             props[f.name] = prop
             if f.required:
                 required.append(f.name)

@@ -22,11 +22,32 @@ pinned formatter so it reads like hand-written code.
 
 from __future__ import annotations
 
+import math
 import re
 
 from tracepack.codegen.model import INT_RANGES, Field, Schema, Struct, TypeRef
 
-__all__ = ["emit_python", "header_lines"]
+__all__ = ["emit_python", "float_literal", "header_lines", "json_float"]
+
+
+def float_literal(value: object) -> str:
+    """A float as Python source: ``float("nan")`` and ``float("inf")`` where ``repr`` gives names."""
+    x = float(value)  # type: ignore[arg-type]
+    return f'float("{x}")' if math.isnan(x) or math.isinf(x) else repr(x)
+
+
+def json_float(value: object) -> float | str:
+    """A float's JSON form: itself when finite, else ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.
+
+    JSON has no NaN or infinities (msgspec would write ``null``, which reads back as nothing), so
+    the JSON codec spells them as these strings, like JavaScript's ``String(x)``.
+    """
+    x = float(value)  # type: ignore[arg-type]
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
 
 
 def header_lines(schema: Schema, comment: str = "#") -> list[str]:
@@ -61,6 +82,8 @@ def _py_type(t: TypeRef, *, json: bool) -> str:
     if t.kind == "scalar":
         if t.name in INT_RANGES:
             return _int_alias(t.name)
+        if t.name != "bool" and json:
+            return "JSONFloat"
         return {"bool": "bool", "f32": "float", "f64": "float"}[t.name]
     if t.kind in ("str", "bytes"):
         return t.name
@@ -76,6 +99,8 @@ def _py_default(f: Field, schema: Schema, *, json: bool) -> str:
         if json:
             return repr(f.default)
         return f"{f.type.name}.{str(f.default).upper()}"
+    if f.type.kind == "scalar" and f.type.name in ("f32", "f64"):
+        return repr(json_float(f.default)) if json else float_literal(f.default)
     return repr(f.default)
 
 
@@ -86,7 +111,12 @@ def _module_doc(schema: Schema, what: str) -> list[str]:
 def _int_aliases() -> list[str]:
     out = []
     for name, (lo, hi) in INT_RANGES.items():
-        out.append(f"{_int_alias(name)} = Annotated[int, msgspec.Meta(ge={lo}, le={hi})]")
+        if hi > 2**63 - 1:
+            # msgspec bounds must fit an int64; MessagePack cannot hold more than u64 anyway, and the
+            # JSON form's converter checks the upper bound (``_u64_from_json``).
+            out.append(f"{_int_alias(name)} = Annotated[int, msgspec.Meta(ge={lo})]  # <= {hi}")
+        else:
+            out.append(f"{_int_alias(name)} = Annotated[int, msgspec.Meta(ge={lo}, le={hi})]")
     return out
 
 
@@ -160,10 +190,12 @@ def _emit_json_model(schema: Schema) -> str:
         "import msgspec",
         "",
         "__all__ = [",
-        *[f'    "{n}",' for n in sorted(names)],
+        *[f'    "{n}",' for n in sorted([*names, "JSONFloat"])],
         "]",
         "",
         *_int_aliases(),
+        "#: A float in JSON: a number, or one of the names of the values JSON has no numbers for.",
+        'JSONFloat = float | Literal["NaN", "Infinity", "-Infinity"]',
         "",
     ]
     for e in schema.enums.values():
@@ -206,9 +238,21 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
+def _is_float(t: TypeRef | None) -> bool:
+    return t is not None and t.kind == "scalar" and t.name in ("f32", "f64")
+
+
 def _conv_expr(t: TypeRef, value: str, direction: str, schema: Schema) -> str:
+    if _is_float(t):
+        return f"_float_{direction}({value})"
+    if t.kind == "scalar" and t.name == "u64" and direction == "from_json":
+        return f"_u64_from_json({value})"
     if t.kind == "list":
         assert t.item is not None
+        if _is_float(t.item):
+            return f"_floats_{direction}({value})"
+        if t.item.kind == "scalar" and t.item.name == "u64" and direction == "from_json":
+            return f"_u64s_from_json({value})"
         if t.item.kind in ("scalar", "str", "bytes"):
             return value
         inner = _conv_expr(t.item, "x", direction, schema)
@@ -228,6 +272,7 @@ def _emit_convert(schema: Schema) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "import math",
         "from collections.abc import Callable",
         "from typing import Any, Final",
         "",
@@ -247,6 +292,53 @@ def _emit_convert(schema: Schema) -> str:
         f"    return _{_snake(root)}_from_json(doc)",
         "",
     ]
+    out += [
+        "",
+        "",
+        "def _float_to_json(x: float) -> j.JSONFloat:",
+        '    """JSON has no NaN or infinities: they are written as their names."""',
+        "    if math.isfinite(x):",
+        "        return x",
+        '    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"',
+        "",
+        "",
+        "def _float_from_json(x: j.JSONFloat) -> float:",
+        "    return float(x)",
+        "",
+        "",
+        "def _floats_to_json(xs: list[float]) -> list[j.JSONFloat]:",
+        "    if all(map(math.isfinite, xs)):",
+        "        return xs  # type: ignore[return-value]",
+        "    return [_float_to_json(x) for x in xs]",
+        "",
+        "",
+        "def _floats_from_json(xs: list[j.JSONFloat]) -> list[float]:",
+        "    return [float(x) for x in xs]",
+        "",
+    ]
+    if any(
+        f.type.name == "u64" or (f.type.item is not None and f.type.item.name == "u64")
+        for s in schema.structs.values()
+        for f in s.fields
+    ):
+        out += [
+            "",
+            f"_U64_MAX: Final = {INT_RANGES['u64'][1]}",
+            "",
+            "",
+            "def _u64_from_json(x: int) -> int:",
+            '    """JSON integers have no size: one above the u64 range is refused (msgspec bounds stop at int64)."""',
+            "    if x > _U64_MAX:",
+            '        raise ValueError(f"{x} is above {_U64_MAX}, the largest u64")',
+            "    return x",
+            "",
+            "",
+            "def _u64s_from_json(xs: list[int]) -> list[int]:",
+            "    for x in xs:",
+            "        _u64_from_json(x)",
+            "    return xs",
+            "",
+        ]
     for e in schema.enums.values():
         const = _snake(e.name).upper()
         to_items = ", ".join(f"m.{e.name}.{v.name.upper()}: {v.name!r}" for v in e.values)

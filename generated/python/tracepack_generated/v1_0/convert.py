@@ -10,6 +10,7 @@ by index.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -27,6 +28,27 @@ def to_json(doc: m.Document) -> j.Document:
 def from_json(doc: j.Document) -> m.Document:
     """Return the model form of a decoded JSON document (lists of scalars are shared)."""
     return _document_from_json(doc)
+
+
+def _float_to_json(x: float) -> j.JSONFloat:
+    """JSON has no NaN or infinities: they are written as their names."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+
+
+def _float_from_json(x: j.JSONFloat) -> float:
+    return float(x)
+
+
+def _floats_to_json(xs: list[float]) -> list[j.JSONFloat]:
+    if all(map(math.isfinite, xs)):
+        return xs  # type: ignore[return-value]
+    return [_float_to_json(x) for x in xs]
+
+
+def _floats_from_json(xs: list[j.JSONFloat]) -> list[float]:
+    return [float(x) for x in xs]
 
 
 _STACK_STYLE_TO_JSON: Final[dict[m.StackStyle, j.StackStyle]] = {
@@ -333,25 +355,25 @@ def _arg_ints_from_json(o: j.ArgInts) -> m.ArgInts:
 
 def _arg_float_to_json(o: m.ArgFloat) -> j.ArgFloat:
     return j.ArgFloat(
-        value=o.value,
+        value=_float_to_json(o.value),
     )
 
 
 def _arg_float_from_json(o: j.ArgFloat) -> m.ArgFloat:
     return m.ArgFloat(
-        value=o.value,
+        value=_float_from_json(o.value),
     )
 
 
 def _arg_floats_to_json(o: m.ArgFloats) -> j.ArgFloats:
     return j.ArgFloats(
-        values=o.values,
+        values=_floats_to_json(o.values),
     )
 
 
 def _arg_floats_from_json(o: j.ArgFloats) -> m.ArgFloats:
     return m.ArgFloats(
-        values=o.values,
+        values=_floats_from_json(o.values),
     )
 
 

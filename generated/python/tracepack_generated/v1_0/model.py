@@ -67,7 +67,7 @@ SCHEMA_SHA256: Final = "f97f0f7c5ae3c517e1169552417d9f2b6d3860628f5258417f1c0965
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 U32 = Annotated[int, msgspec.Meta(ge=0, le=4294967295)]
-U64 = Annotated[int, msgspec.Meta(ge=0, le=18446744073709551615)]
+U64 = Annotated[int, msgspec.Meta(ge=0)]  # <= 18446744073709551615
 I8 = Annotated[int, msgspec.Meta(ge=-128, le=127)]
 I16 = Annotated[int, msgspec.Meta(ge=-32768, le=32767)]
 I32 = Annotated[int, msgspec.Meta(ge=-2147483648, le=2147483647)]

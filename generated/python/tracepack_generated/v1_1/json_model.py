@@ -42,6 +42,7 @@ __all__ = [
     "FrameTable",
     "Graph",
     "Header",
+    "JSONFloat",
     "KeyValue",
     "LineTable",
     "ModuleTable",
@@ -60,11 +61,13 @@ __all__ = [
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 U32 = Annotated[int, msgspec.Meta(ge=0, le=4294967295)]
-U64 = Annotated[int, msgspec.Meta(ge=0, le=18446744073709551615)]
+U64 = Annotated[int, msgspec.Meta(ge=0)]  # <= 18446744073709551615
 I8 = Annotated[int, msgspec.Meta(ge=-128, le=127)]
 I16 = Annotated[int, msgspec.Meta(ge=-32768, le=32767)]
 I32 = Annotated[int, msgspec.Meta(ge=-2147483648, le=2147483647)]
 I64 = Annotated[int, msgspec.Meta(ge=-9223372036854775808, le=9223372036854775807)]
+#: A float in JSON: a number, or one of the names of the values JSON has no numbers for.
+JSONFloat = float | Literal["NaN", "Infinity", "-Infinity"]
 
 #: How a node's stack is rendered back into its legacy string form. Both forms write one
 #: `  File "{file}", line {line}, in {name}` line per frame, outermost caller first, each followed by
@@ -311,14 +314,14 @@ class ArgFloat(msgspec.Struct, omit_defaults=True, gc=False, tag_field="kind", t
     """A float."""
 
     #: The float. [id 0]
-    value: float
+    value: JSONFloat
 
 
 class ArgFloats(msgspec.Struct, omit_defaults=True, gc=False, tag_field="kind", tag="floats"):
     """A list of floats."""
 
     #: The floats. [id 0]
-    values: list[float]
+    values: list[JSONFloat]
 
 
 class ArgBool(msgspec.Struct, omit_defaults=True, gc=False, tag_field="kind", tag="bool"):

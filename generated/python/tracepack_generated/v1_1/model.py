@@ -68,7 +68,7 @@ SCHEMA_SHA256: Final = "2f49d84689ccf7e7ae5ca534b1a1829190521d19a98368cb9d79c9c5
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 U32 = Annotated[int, msgspec.Meta(ge=0, le=4294967295)]
-U64 = Annotated[int, msgspec.Meta(ge=0, le=18446744073709551615)]
+U64 = Annotated[int, msgspec.Meta(ge=0)]  # <= 18446744073709551615
 I8 = Annotated[int, msgspec.Meta(ge=-128, le=127)]
 I16 = Annotated[int, msgspec.Meta(ge=-32768, le=32767)]
 I32 = Annotated[int, msgspec.Meta(ge=-2147483648, le=2147483647)]
