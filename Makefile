@@ -10,7 +10,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples release-samples clean
+.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples release-samples dictionary dictionary-check clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,12 @@ samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)
 	$(RELEASE_PYTHON) scripts/torch/releases/build_all.py $(RELEASES)
+
+dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary (torch 2.13; deterministic; docs/dictionaries.md)
+	$(BIN)/python -W ignore scripts/torch/train_dictionary.py
+
+dictionary-check: $(TORCH_STAMP) ## Fail unless retraining reproduces the shipped dictionary byte for byte
+	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

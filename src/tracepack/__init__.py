@@ -186,12 +186,14 @@ def dumps(
     codec: str = "msgpack",
     compression: str = "zstd",
     level: int = 3,
-    zstd_dict: ZstdDict | None = None,
+    zstd_dict: ZstdDict | str | None = None,
     version: tuple[int, int] | None = None,
 ) -> bytes:
     """Encode ``doc`` as ``.tpk`` container bytes.
 
     ``version`` writes an older released schema version where no information is lost.
+    ``zstd_dict`` is a zstd dictionary or the name of a built-in one (``"torch-export-1"``,
+    :mod:`tracepack.dictionaries`): readers find a built-in dictionary by the id in the header.
     """
     from tracepack import container, migrations
     from tracepack.codecs import codec_by_name
@@ -209,7 +211,7 @@ def dumps(
         codec=codec,
         compression=compression,
         level=level,
-        zstd_dict=zstd_dictionary(zstd_dict),
+        zstd_dict=zstd_dict if isinstance(zstd_dict, str) else zstd_dictionary(zstd_dict),
     )
 
 
@@ -220,7 +222,7 @@ def dump(
     codec: str = "msgpack",
     compression: str = "zstd",
     level: int = 3,
-    zstd_dict: ZstdDict | None = None,
+    zstd_dict: ZstdDict | str | None = None,
     version: tuple[int, int] | None = None,
 ) -> int:
     """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size."""

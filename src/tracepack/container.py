@@ -37,6 +37,7 @@ from typing import Final
 
 import zstandard
 
+from tracepack import dictionaries
 from tracepack.codecs import CODEC_IDS
 from tracepack.errors import ContainerError, UsageError, VersionError
 
@@ -207,15 +208,18 @@ def _decompress(
 ) -> bytes:
     if header.dict_id:
         if zstd_dict is None:
+            zstd_dict = dictionaries.by_id(header.dict_id)  # a built-in one: no file needed
+        if zstd_dict is None:
             raise ContainerError(
-                f"compressed with zstd dictionary {header.dict_id}",
+                f"compressed with zstd dictionary {header.dict_id}, which this install does not have",
                 source=source,
                 where="header byte 20",
-                expected="that dictionary (--zstd-dict / zstd_dict=)",
+                expected=f"that dictionary (--zstd-dict / zstd_dict=); built-in: {dictionaries.known()}",
             )
         if zstd_dict.dict_id() != header.dict_id:
             raise ContainerError(
-                f"compressed with zstd dictionary {header.dict_id}, given {zstd_dict.dict_id()}",
+                f"compressed with zstd dictionary {dictionaries.describe(header.dict_id)}, "
+                f"given {dictionaries.describe(zstd_dict.dict_id())}",
                 source=source,
                 where="header byte 20",
             )
@@ -253,9 +257,13 @@ def pack(
     codec: str,
     compression: str = "none",
     level: int = 3,
-    zstd_dict: zstandard.ZstdCompressionDict | None = None,
+    zstd_dict: zstandard.ZstdCompressionDict | str | None = None,
 ) -> bytes:
-    """Wrap ``payload`` (already encoded with ``codec``) in a container."""
+    """Wrap ``payload`` (already encoded with ``codec``) in a container.
+
+    ``zstd_dict`` is a dictionary, or the name of a built-in one (:mod:`tracepack.dictionaries`),
+    whose id goes in the header."""
+    zstd_dict = dictionaries.resolve(zstd_dict)
     codec_id = {n: i for i, n in CODEC_IDS.items()}.get(codec)
     if codec_id is None:
         raise UsageError(f"unknown codec {codec!r}", where="codec", expected=" or ".join(CODEC_IDS.values()))

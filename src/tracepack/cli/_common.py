@@ -20,8 +20,13 @@ def read(path: str) -> bytes:
 
 
 def zstd_dict(path: str | None) -> zstandard.ZstdCompressionDict | None:
+    """``--zstd-dict``: a dictionary file, or the name of a built-in one (tracepack.dictionaries)."""
     if path is None:
         return None
+    from tracepack import dictionaries
+
+    if path in {d.name for d in dictionaries.BUILTIN} and not Path(path).exists():
+        return dictionaries.get(path)
     return zstandard.ZstdCompressionDict(read(path))
 
 

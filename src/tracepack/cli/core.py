@@ -16,25 +16,50 @@ from tracepack.cli._common import (
     read,
     zstd_dict,
 )
+from tracepack.container import atomic_write
 from tracepack.errors import TracepackError, UsageError
+
+#: Codecs ``convert`` tries for a torch input when no ``--codec`` is given; the smallest file wins.
+TORCH_CODECS = ("columnar", "msgpack")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     import tracepack
+    from tracepack import dictionaries
+    from tracepack.container import MAGIC
 
-    zdict = zstd_dict(args.zstd_dict)
-    doc = load_any(args.src, zstd_dict=zdict if args.src.endswith(".tpk") else None)
-    size = tracepack.dump(
-        doc,
-        args.dst,
-        codec=args.codec,
-        compression=args.compression,
-        level=args.level,
-        zstd_dict=zdict,
-        version=parse_version(args.to_version),
-    )
-    print(f"wrote {args.dst}: {size} bytes ({args.codec}, {args.compression})")
+    is_tpk = _head(args.src, len(MAGIC)) == MAGIC
+    zdict = None if args.zstd_dict == "none" else zstd_dict(args.zstd_dict)
+    doc = load_any(args.src, zstd_dict=zdict if is_tpk else None)
+    torch_input = not is_tpk
+    if torch_input and args.zstd_dict is None and args.compression == "zstd":
+        zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
+    codecs = [args.codec] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
+    version = parse_version(args.to_version)
+    best: tuple[bytes, str] | None = None
+    for codec in codecs:
+        data = tracepack.dumps(
+            doc, codec=codec, compression=args.compression, level=args.level, zstd_dict=zdict, version=version
+        )
+        if best is None or len(data) < len(best[0]):
+            best = (data, codec)
+    assert best is not None
+    data, codec = best
+    atomic_write(args.dst, data)
+    used = ""
+    if zdict is not None and args.compression == "zstd":
+        used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
+    print(f"wrote {args.dst}: {len(data)} bytes ({codec}, {args.compression}{used})")
     return EXIT_OK
+
+
+def _head(path: str, n: int) -> bytes:
+    """The first ``n`` bytes of ``path`` (empty if unreadable: the full read reports why)."""
+    try:
+        with Path(path).open("rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
 
 
 def _breakdown(raw: Any, codec: str, version: tuple[int, int]) -> dict[str, int]:
@@ -169,10 +194,20 @@ def register(sub: Any) -> None:
     c = sub.add_parser("convert", help="convert a model.json, .pt2, .pt or .tpk into a .tpk")
     c.add_argument("src", help="input: .tpk, torch.export model.json (or .pt2 / TorchScript .pt when supported)")
     c.add_argument("dst", help="output .tpk (written atomically)")
-    c.add_argument("--codec", choices=list(CODECS), default="msgpack", help="payload codec (default msgpack)")
+    c.add_argument(
+        "--codec",
+        choices=list(CODECS),
+        default=None,
+        help="payload codec (default: for torch inputs the smaller of columnar and msgpack, else msgpack)",
+    )
     c.add_argument("--compression", choices=list(COMPRESSIONS), default="zstd", help="default zstd")
     c.add_argument("--level", type=int, default=3, help="zstd level, -7..22 (default 3)")
-    c.add_argument("--zstd-dict", metavar="FILE", help="a trained zstd dictionary to compress with")
+    c.add_argument(
+        "--zstd-dict",
+        metavar="FILE|NAME",
+        help="a zstd dictionary file or built-in name to compress with; `none` for none "
+        "(default: torch inputs use the built-in torch-export-1, which readers need no file for)",
+    )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
     c.set_defaults(func=cmd_convert)
 

@@ -1,0 +1,1 @@
+"""Built-in zstd dictionaries (tracepack.dictionaries); the .dict files are package data."""

@@ -1,0 +1,132 @@
+"""Built-in zstd dictionaries, shipped inside the package and named by id in the container header.
+
+A file compressed with a built-in dictionary reads on any install that ships it, with no file on
+the user's side: :func:`tracepack.loads` finds the dictionary by the id in the header. A file
+whose dictionary this install does not have fails with a one-line error naming the id (and, if
+known, the name). Dictionaries are never replaced: a retrained one gets a new id and file, and
+every dictionary ever shipped stays in :data:`BUILTIN` (docs/dictionaries.md).
+
+Ids are in zstd's free range (32768 <= id < 2**31): ``0x54504B00 + n`` (``TPK`` and a serial).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+import zstandard
+
+from tracepack.errors import ContainerError, UsageError
+
+__all__ = [
+    "BUILTIN",
+    "DEFAULT",
+    "TRAINING",
+    "DictionarySpec",
+    "by_id",
+    "describe",
+    "dictionary_path",
+    "get",
+    "known",
+    "resolve",
+]
+
+
+@dataclass(frozen=True)
+class DictionarySpec:
+    """One built-in dictionary: its id, file and the parameters it was trained with."""
+
+    name: str
+    dict_id: int
+    file: str
+    sha256: str
+    #: zstd fastCover training parameters (scripts/torch/train_dictionary.py).
+    size: int = 128 * 1024
+    k: int = 1024
+    d: int = 8
+    f: int = 20
+    doc: str = ""
+
+
+_PACKAGE: Final = "tracepack.data.zstd"
+
+#: Every dictionary this build ships, oldest first. Never remove or change an entry.
+BUILTIN: Final[tuple[DictionarySpec, ...]] = (
+    DictionarySpec(
+        name="torch-export-1",
+        dict_id=0x54504B01,
+        file="torch-export-1.dict",
+        sha256="09f7a0b06412853c856c5b841e633886a46e7cf8ece067ee8bfce7c84822c3e8",
+        doc="torch 2.13 torch.export programs (scripts/torch/dictionary_models.py), every codec",
+    ),
+)
+#: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest).
+TRAINING: Final = BUILTIN[-1]
+#: The dictionary writers use for torch documents unless told otherwise.
+DEFAULT: Final = TRAINING.name
+
+_BY_ID: Final = {d.dict_id: d for d in BUILTIN}
+_BY_NAME: Final = {d.name: d for d in BUILTIN}
+
+
+def dictionary_path(spec: DictionarySpec) -> Path:
+    """Where a dictionary's file lives in the source tree (for the training script)."""
+    return Path(__file__).resolve().parent / "data" / "zstd" / spec.file
+
+
+@cache
+def _load(spec: DictionarySpec) -> zstandard.ZstdCompressionDict:
+    try:
+        data = resources.files(_PACKAGE).joinpath(spec.file).read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError):
+        raise ContainerError(
+            f"built-in zstd dictionary {spec.name} (id {spec.dict_id}) is missing from this install",
+            where=f"tracepack/data/zstd/{spec.file}",
+        ) from None
+    if spec.sha256 and hashlib.sha256(data).hexdigest() != spec.sha256:
+        raise ContainerError(
+            f"built-in zstd dictionary {spec.name} is damaged (checksum mismatch)",
+            where=f"tracepack/data/zstd/{spec.file}",
+        )
+    out = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
+    if out.dict_id() != spec.dict_id:
+        raise ContainerError(
+            f"built-in zstd dictionary {spec.name} has id {out.dict_id()}",
+            where=f"tracepack/data/zstd/{spec.file}",
+            expected=str(spec.dict_id),
+        )
+    return out
+
+
+def by_id(dict_id: int) -> zstandard.ZstdCompressionDict | None:
+    """The built-in dictionary with zstd id ``dict_id``, or None if this install has none."""
+    spec = _BY_ID.get(dict_id)
+    return None if spec is None else _load(spec)
+
+
+def get(name: str = DEFAULT) -> zstandard.ZstdCompressionDict:
+    """The built-in dictionary called ``name``."""
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        raise UsageError(f"no built-in zstd dictionary {name!r}", where="zstd_dict", expected=" or ".join(_BY_NAME))
+    return _load(spec)
+
+
+def resolve(value: zstandard.ZstdCompressionDict | str | None) -> zstandard.ZstdCompressionDict | None:
+    """A dictionary argument as given to ``dumps``: an object, a built-in's name, or None."""
+    return get(value) if isinstance(value, str) else value
+
+
+def known() -> str:
+    """The built-in dictionaries, for error messages: ``1414548225 (torch-export-1)``."""
+    return ", ".join(describe(d.dict_id) for d in BUILTIN) or "none"
+
+
+def describe(dict_id: int) -> str:
+    """How an error names dictionary ``dict_id``."""
+    spec = _BY_ID.get(dict_id)
+    return f"{dict_id} ({spec.name})" if spec else str(dict_id)
