@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
@@ -95,12 +94,7 @@ def loads(
     from tracepack.codecs import codec_by_name
     from tracepack.versions import CURRENT, reader_version
 
-    header, payload = container.unpack(
-        data,
-        source=source,
-        max_size=container.DEFAULT_MAX_SIZE if max_size is None else max_size,
-        zstd_dict=zstd_dictionary(zstd_dict),
-    )
+    header, payload = container.unpack(data, source=source, max_size=max_size, zstd_dict=zstd_dictionary(zstd_dict))
     version = reader_version(header.schema_version, source=source)
     newer = version != header.schema_version
     _, codec = codec_by_name(header.codec)
@@ -172,11 +166,10 @@ def load(
 
     if isinstance(source, (bytes, bytearray, memoryview)):
         return read_document(source, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
+    from tracepack.io.files import read_input
+
     name = os.fspath(source)
-    try:
-        data = Path(name).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    data = read_input(name)  # a regular file only: a FIFO or device is refused, not read forever
     return read_document(data, source=name, max_size=max_size, zstd_dict=zstd_dict, validate=validate)
 
 
@@ -233,8 +226,10 @@ def dump(
     return len(data)
 
 
-def open(path: str | os.PathLike[str], *, checksum: bool = False) -> LazyDocument:
+def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access (see :mod:`tracepack.lazy`).
+
+    The payload CRC-32 is checked on open; ``checksum=False`` skips it for a trusted file.
 
     >>> with tracepack.open("model.tpk") as doc:
     ...     doc.node("linear").stack_trace

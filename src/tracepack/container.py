@@ -26,13 +26,10 @@ decompresses, never past the declared raw length.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import zstandard
@@ -40,6 +37,7 @@ import zstandard
 from tracepack import dictionaries
 from tracepack.codecs import CODEC_IDS
 from tracepack.errors import ContainerError, UsageError, VersionError
+from tracepack.io import limits
 
 __all__ = [
     "COMPRESSIONS",
@@ -61,19 +59,13 @@ HEADER_SIZE: Final = _HEADER.size
 #: Compression name <-> header id.
 COMPRESSIONS: Final[dict[str, int]] = {"none": 0, "zstd": 1}
 _COMPRESSION_NAMES: Final = {v: k for k, v in COMPRESSIONS.items()}
-#: The largest payload (after decompression) read unless the caller allows more: 4 GiB.
-DEFAULT_MAX_SIZE: Final = 4 << 30
+#: The largest payload (after decompression) read unless the caller allows more: 4 GiB
+#: (:attr:`tracepack.io.limits.Limits.max_decompressed`).
+DEFAULT_MAX_SIZE: Final = limits.DEFAULT.max_decompressed
+#: zstd output is made this many bytes at a time: a lying size never allocates up front.
+_CHUNK: Final = 1 << 22
 
 assert HEADER_SIZE == 48
-
-
-def _read_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK: Final = _read_umask()
 
 
 @dataclass(frozen=True)
@@ -165,10 +157,17 @@ def unpack(
     data: bytes | bytearray | memoryview,
     *,
     source: str | None = None,
-    max_size: int = DEFAULT_MAX_SIZE,
+    max_size: int | None = None,
     zstd_dict: zstandard.ZstdCompressionDict | None = None,
 ) -> tuple[ContainerHeader, bytes | memoryview]:
-    """Check a whole container and return its header and decompressed payload."""
+    """Check a whole container and return its header and decompressed payload.
+
+    ``max_size`` caps the decompressed size (default: the ``max_decompressed`` budget of
+    :mod:`tracepack.io.limits`); a zstd payload must also stay within the ``max_ratio`` budget.
+    """
+    budget = limits.current()
+    if max_size is None:
+        max_size = budget.max_decompressed
     header = read_header(data, source=source)
     start = header.header_size
     available = len(data) - start
@@ -196,7 +195,15 @@ def unpack(
             f"declared size {header.raw_length} bytes exceeds the limit of {max_size} bytes (a decompression bomb?)",
             source=source,
             where="header byte 32",
-            expected="a smaller document, or a larger max_size",
+            expected=f"a smaller document, a larger max_size {limits.hint('max_decompressed')}",
+        )
+    if header.compression != "none" and limits.ratio_exceeded(header.raw_length, header.payload_length, budget):
+        raise ContainerError(
+            f"declared size {header.raw_length} bytes is over {budget.max_ratio} times the "
+            f"{header.payload_length} compressed bytes (a decompression bomb?)",
+            source=source,
+            where="header byte 32",
+            expected=f"a plausible size, {limits.hint('max_ratio')}",
         )
     if header.compression == "none":
         return header, payload
@@ -224,15 +231,14 @@ def _decompress(
                 where="header byte 20",
             )
     dctx = zstandard.ZstdDecompressor(dict_data=zstd_dict) if header.dict_id else zstandard.ZstdDecompressor()
+    # Stream with a hard output cap, a chunk at a time, so a lying size cannot make us allocate up front:
+    # memory grows only as real output arrives, and stops one byte past the declared size.
+    chunks = []
+    total = 0
     try:
-        # Stream with a hard output cap, so a lying frame header cannot make us allocate more.
         reader = dctx.stream_reader(payload)
-        out = reader.read(header.raw_length + 1)
-        # read() may return less than asked before the end: keep reading to the cap.
-        chunks = [out]
-        total = len(out)
         while total <= header.raw_length:
-            more = reader.read(header.raw_length + 1 - total)
+            more = reader.read(min(_CHUNK, header.raw_length + 1 - total))
             if not more:
                 break
             chunks.append(more)
@@ -302,18 +308,10 @@ def pack(
     return head + stored
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never a half file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; give the usual permissions
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes, *, overwrite: bool = True, replace_special: bool = False
+) -> None:
+    """Write ``data`` to ``path`` all at once or not at all: :func:`tracepack.io.files.write_atomic`."""
+    from tracepack.io.files import write_atomic
+
+    write_atomic(path, data, overwrite=overwrite, replace_special=replace_special)

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring_ascii
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -78,7 +78,39 @@ class ModuleKey(NamedTuple):
     method: str = ""
 
 
-_FILE_LINE = re.compile(r'  File "(.*)", line (0|[1-9][0-9]*), in (.*)\n')
+_FILE_HEAD: Final = '  File "'
+_LINE_SEP: Final = '", line '
+_IN_SEP: Final = ", in "
+
+
+def _match_file_line(text: str, pos: int) -> tuple[str, int, str, int] | None:
+    """``  File "F", line N, in NAME\n`` at ``pos``: ``(F, N, NAME, end)``, or None.
+
+    The regex ``  File "(.*)", line (0|[1-9][0-9]*), in (.*)\n`` in linear time: a greedy
+    ``(.*)`` backtracks once per ``", line `` on a line, and on a long line full of them that
+    is quadratic. Here the line is found first, then the *last* separator after which a
+    line number and ``, in `` follow (what the greedy group picks), scanning backwards once.
+    """
+    if not text.startswith(_FILE_HEAD, pos):
+        return None
+    nl = text.find("\n", pos)
+    if nl < 0:
+        return None
+    start = pos + len(_FILE_HEAD)
+    at = nl
+    while True:
+        at = text.rfind(_LINE_SEP, start, at)
+        if at < 0:
+            return None
+        digits = at + len(_LINE_SEP)
+        stop = digits
+        while stop < nl and "0" <= text[stop] <= "9":
+            stop += 1
+        run = text[digits:stop]
+        if run and (run == "0" or run[0] != "0") and text.startswith(_IN_SEP, stop):
+            if len(run) > 19:  # past any 64-bit line number: the caller refuses it, and int() would be slow
+                return None
+            return text[start:at], int(run), text[stop + len(_IN_SEP) : nl], nl + 1
 
 
 def render_frame(f: FrameKey) -> str:
@@ -99,13 +131,12 @@ def _parse_python(text: str) -> list[FrameKey] | None:
     frames: list[FrameKey] = []
     pos, end = 0, len(text)
     while pos < end:
-        m = _FILE_LINE.match(text, pos)
+        m = _match_file_line(text, pos)
         if m is None:
             return None
-        file, line, name = m.group(1), int(m.group(2)), m.group(3)
+        file, line, name, pos = m
         if line > _I64_MAX:
             return None
-        pos = m.end()
         code = ""
         if text.startswith("    ", pos) and not text.startswith("  File ", pos):
             nl = text.find("\n", pos)

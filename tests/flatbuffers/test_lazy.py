@@ -239,7 +239,9 @@ def test_checksum_option(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-100] ^= 1  # inside the side index, which nothing reads: only the checksum notices
     path.write_bytes(bytes(data))
-    tracepack.open(path).close()
+    tracepack.open(path, checksum=False).close()  # the explicit opt-out
+    with pytest.raises(ContainerError, match="checksum mismatch"):
+        tracepack.open(path)  # on by default
     with pytest.raises(ContainerError, match="checksum mismatch"):
         tracepack.open(path, checksum=True)
 

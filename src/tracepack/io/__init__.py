@@ -1,1 +1,2 @@
-"""Every byte in and out of tracepack: archive members (``zip``), and the limits that bound them."""
+"""Every byte in and out of tracepack: archive members (``zip``), the limits that bound them
+(:mod:`.limits`), safe input opening and the one atomic writer (:mod:`.files`)."""
