@@ -10,7 +10,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples release-samples dictionary dictionary-check clean
+.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,12 @@ bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in 
 samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (paths neutralised)
 	$(BIN)/python scripts/torch/export_sample.py
 	$(BIN)/python scripts/torch/export_torchscript_sample.py
+
+# Not part of test/CI: needs executorch, installed in its own environment (ET_VENV), beside torch 2.13.
+ET_VENV ?= ../et-venv
+executorch-samples: ## Remake tests/data/executorch/ (ETRecord, .pte, ETDump, logs, Inspector's answers) in $(ET_VENV)
+	@test -x $(ET_VENV)/bin/python || { python3 -m venv $(ET_VENV) && $(ET_VENV)/bin/pip install --quiet 'torch==2.13.0' 'executorch==1.5.1'; }
+	$(ET_VENV)/bin/python scripts/executorch/make_samples.py
 
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)

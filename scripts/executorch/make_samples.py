@@ -1,0 +1,300 @@
+"""Make the ExecuTorch and TorchScript-mobile samples under tests/data/executorch/ (run once, by hand).
+
+Needs torch 2.13.0 and executorch 1.5.1 in a separate virtual environment (they are not part of the
+project's own environment, nor of CI)::
+
+    python3 -m venv ../et-venv && ../et-venv/bin/pip install torch==2.13.0 executorch==1.5.1
+    make executorch-samples ET_PYTHON=../et-venv/bin/python
+
+What it writes (every file path the tools record is under /home/user/project/: see main()):
+
+* ``model.etrecord``: the ETRecord (``to_edge(..., generate_etrecord=True)``) of a small model (embedding,
+  nested blocks, linear), its source at /home/user/project/tinylm.py;
+* ``model.pte``: the ExecuTorch program, ``emit_stacktrace=True``;
+* ``model.etdp``: an ETDump of one run by the portable runtime (ExecuTorch's pybindings);
+* ``kernel_failure.log``: what the runtime printed when that program ran with an out-of-range token;
+* ``mobile.ptl`` / ``mobile_stripped.ptl``: the same model for the lite interpreter, with mobile debug
+  info and with its debug maps removed, and ``mobile_error.txt`` / ``mobile_stripped_error.txt``: what
+  the lite interpreter raised for the bad input, with and without them;
+* ``manifest.json``: what ExecuTorch's Inspector answered for every event of the ETDump and what its
+  debug-handle mapping gives for every instruction (handles, node names, stack traces, nn_module_stack,
+  op types), ExecuTorch's own debug handle per edge node, and the .pte's instruction list.
+
+The tests compare tracepack's answers with this manifest and with torch's own text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "data" / "executorch"
+NEUTRAL = "/home/user/project/"
+
+
+def model_source() -> str:
+    return """\
+import torch
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(dim, dim)
+        self.norm = torch.nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        y = torch.relu(y)
+        return self.norm(x + y)
+
+
+class TinyLM(torch.nn.Module):
+    def __init__(self, vocab: int = 16, dim: int = 8) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.blocks = torch.nn.Sequential(Block(dim), Block(dim))
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        x = self.blocks(x)
+        return torch.softmax(self.head(x), dim=-1)
+"""
+
+
+PROJECT = Path(NEUTRAL)
+
+
+def main() -> int:
+    """Re-run under /home/user/project/.venv/bin/python, so every path the tools record is neutral.
+
+    Nothing is rewritten afterwards: /home/user/project is a symbolic link to a temporary folder holding
+    the model's source and a link to the ExecuTorch environment, and Python records the paths it was
+    given (the link's), so the artifacts are byte for byte what ExecuTorch and torch wrote.
+    """
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    if args.inside:
+        sys.path.insert(0, str(PROJECT))
+        make(out)
+        return 0
+    if PROJECT.exists() or PROJECT.is_symlink():
+        raise SystemExit(f"{PROJECT} exists; this script links it to a temporary folder and needs it free")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="et-samples-") as tmp:
+        work = Path(tmp)
+        (work / "tinylm.py").write_text(model_source())
+        (work / ".venv").symlink_to(Path(sys.prefix))
+        PROJECT.parent.mkdir(parents=True, exist_ok=True)
+        PROJECT.symlink_to(work)
+        try:
+            python = PROJECT / ".venv" / "bin" / "python"
+            cmd = [str(python), str(Path(__file__).resolve()), "--out", str(out), "--inside"]
+            return subprocess.run(cmd, cwd=str(PROJECT), check=False).returncode
+        finally:
+            PROJECT.unlink()
+
+
+def make(out: Path) -> None:
+    import executorch
+    import tinylm  # type: ignore[import-not-found]  # /home/user/project/tinylm.py
+    import torch
+    from executorch.devtools import Inspector
+    from executorch.devtools.etrecord import parse_etrecord
+    from executorch.devtools.inspector._inspector_utils import (
+        EDGE_DIALECT_GRAPH_KEY,
+        create_debug_handle_to_op_node_mapping,
+        gen_graphs_from_etrecord,
+    )
+    from executorch.exir import ExecutorchBackendConfig, to_edge
+
+    torch.manual_seed(0)
+    model = tinylm.TinyLM().eval()
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    ep = torch.export.export(model, (tokens,))
+    edge = to_edge(ep, generate_etrecord=True)  # the edge program is recorded before to_executorch runs
+    et = edge.to_executorch(ExecutorchBackendConfig(emit_stacktrace=True))
+    buffer = bytes(et.buffer)
+    et.get_etrecord().save(str(out / "model.etrecord"))
+    pte = out / "model.pte"
+    pte.write_bytes(buffer)
+
+    # -- run it: ETDump of a good run, the runtime's log of a bad one ----------------------------
+    etdump = out / "model.etdp"
+    run = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(pte), str(etdump), "good"], capture_output=True, text=True, check=False
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"the portable runtime failed: {run.stderr[-2000:]}")
+    bad = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(pte), "-", "bad"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    log_lines = [ln for ln in (bad.stdout + bad.stderr).splitlines() if re.match(r"\[\w+\.cpp:\d+\]|\w*Error", ln)]
+    if not any("KernelCall failed" in ln for ln in log_lines):
+        raise SystemExit(f"the bad run printed no KernelCall failure:\n{bad.stderr[-3000:]}")
+    (out / "kernel_failure.log").write_text("\n".join(log_lines) + "\n")
+
+    # -- what Inspector answers ------------------------------------------------------------------
+    rec = parse_etrecord(str(out / "model.etrecord"))
+    inspector = Inspector(etdump_path=str(out / "model.etdp"), etrecord=str(out / "model.etrecord"))
+    events = []
+    for block in inspector.event_blocks:
+        for ev in block.events:
+            events.append(
+                {
+                    "block": block.name,
+                    "name": ev.name,
+                    "instruction_id": ev._instruction_id,
+                    "debug_handles": ev.debug_handles,
+                    "stack_traces": ev.stack_traces,
+                    "module_hierarchy": {k: _plain(v) for k, v in ev.module_hierarchy.items()},
+                    "op_types": ev.op_types,
+                    "is_delegated_op": ev.is_delegated_op,
+                    "times": _plain(ev.perf_data.raw if ev.perf_data is not None else None),
+                }
+            )
+    graphs = gen_graphs_from_etrecord(rec)
+    by_handle = create_debug_handle_to_op_node_mapping(graphs[EDGE_DIALECT_GRAPH_KEY])
+    instructions = {}
+    for method, table in rec._debug_handle_map.items():
+        rows = {}
+        for instr, handles in table.items():
+            hs = handles if isinstance(handles, list) else [handles]
+            nodes = []
+            for h in hs:
+                for node in by_handle.get(h, []):
+                    meta = node.metadata or {}
+                    nodes.append(
+                        {
+                            "handle": h,
+                            "name": node.name,
+                            "op": node.op,
+                            "stack_trace": meta.get("stack_trace"),
+                            "nn_module_stack": _plain(meta.get("nn_module_stack")),
+                        }
+                    )
+            rows[instr] = {"handles": hs, "nodes": nodes}
+        instructions[method] = rows
+    edge_programs = rec.edge_dialect_program
+    if not isinstance(edge_programs, dict):
+        edge_programs = {"forward": edge_programs}
+    edge_handles = {
+        method: {n.name: n.meta.get("debug_handle") for n in prog.graph.nodes if n.op not in ("placeholder", "output")}
+        for method, prog in edge_programs.items()
+    }
+    plan = et.executorch_program.execution_plan[0]
+    pte_instr = []
+    for ci, chain in enumerate(plan.chains):
+        for ii, ins in enumerate(chain.instructions):
+            arg = ins.instr_args
+            kind = type(arg).__name__
+            op = None
+            if kind == "KernelCall":
+                o = plan.operators[arg.op_index]
+                op = f"{o.name}.{o.overload}" if o.overload else o.name
+            frames = None
+            if chain.stacktrace is not None:
+                frames = [[f.filename, f.lineno, f.name, f.context] for f in chain.stacktrace[ii].items]
+            pte_instr.append({"chain": ci, "instruction": ii, "kind": kind, "op": op, "frames": frames})
+
+    mobile = _mobile(out, model)
+    manifest = {
+        "made_by": "scripts/executorch/make_samples.py",
+        "torch": torch.__version__,
+        "executorch": getattr(executorch, "__version__", "1.5.1"),
+        "etrecord_members": sorted(zipfile.ZipFile(out / "model.etrecord").namelist()),
+        "debug_handle_map": rec._debug_handle_map,
+        "inspector_events": events,
+        "instructions": instructions,
+        "edge_debug_handles": edge_handles,
+        "pte": {"method": plan.name, "instructions": pte_instr},
+        "kernel_failure": log_lines,
+        "mobile": mobile,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    real = os.path.realpath(PROJECT).encode()
+    for path in sorted(out.iterdir()):
+        data = path.read_bytes()
+        for leak in (real, b"/work/", b"/tmp/", b"/root/"):
+            if leak in data:
+                raise SystemExit(f"{path.name} holds a machine path ({leak.decode()})")
+    print(f"wrote samples to {out}")
+
+
+_RUNNER = r"""
+import sys, torch
+from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+pte, dump, mode = sys.argv[1:]
+data = open(pte, "rb").read()  # the runtime keeps pointing into this buffer: keep it alive
+m = _load_for_executorch_from_buffer(data, enable_etdump=True)
+tokens = torch.tensor([[1, 2, 3, 4]]) if mode == "good" else torch.tensor([[1, 2, 99, 4]])
+try:
+    m.run_method("forward", (tokens,))
+finally:
+    if dump != "-":
+        m.write_etdump_result_to_file(dump)
+"""
+
+
+def _mobile(out: Path, model: Any) -> dict[str, Any]:
+    """A lite-interpreter archive with debug info, one without its debug maps, and what each raises."""
+    import torch
+    from torch.jit.mobile import _load_for_lite_interpreter
+
+    scripted = torch.jit.script(model)
+    path = out / "mobile.ptl"
+    scripted._save_for_lite_interpreter(str(path), _save_mobile_debug_info=True)
+    full = path.read_bytes()
+    src = zipfile.ZipFile(io.BytesIO(full))
+    stripped = io.BytesIO()
+    with zipfile.ZipFile(stripped, "w") as dst:
+        for info in src.infolist():
+            if info.filename.endswith(("callstack_debug_map.pkl", ".debug_pkl")):
+                continue
+            dst.writestr(info, src.read(info.filename))
+    (out / "mobile_stripped.ptl").write_bytes(stripped.getvalue())
+    bad = torch.tensor([[1, 2, 99, 4]])
+    answers = {}
+    for name in ("mobile.ptl", "mobile_stripped.ptl"):
+        m = _load_for_lite_interpreter(str(out / name))
+        try:
+            m(bad)
+        except Exception as exc:  # the lite interpreter's own error text is the sample
+            text = str(exc)
+        else:
+            raise SystemExit(f"{name} ran the bad input without an error")
+        stem = name.removesuffix(".ptl")
+        (out / f"{stem}_error.txt").write_text(text)
+        answers[name] = {"error_file": f"{stem}_error.txt", "handles": [int(h) for h in re.findall(r"\{(\d+)\}", text)]}
+    return answers
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
