@@ -30,9 +30,19 @@ from tracepack.codegen.emit_fbs_python import emit_fbs_python
 from tracepack.codegen.emit_jsonschema import emit_jsonschema
 from tracepack.codegen.emit_python import emit_package_index, emit_python, header_lines
 from tracepack.codegen.model import Schema, load_schema
+from tracepack.codegen.torch_schema import load_specs, module_name, render_index, render_module
 from tracepack.errors import SchemaError
 
-__all__ = ["FIX_COMMAND", "check_flatc", "check_generated", "load_schemas", "render_all", "write_generated"]
+__all__ = [
+    "FIX_COMMAND",
+    "check_flatc",
+    "check_generated",
+    "check_torch_spec",
+    "load_schemas",
+    "render_all",
+    "render_torch",
+    "write_generated",
+]
 
 FIX_COMMAND = "make generate"
 _SCHEMA_FILE = re.compile(r"^tracepack-(\d+)\.(\d+)\.toml$")
@@ -63,7 +73,7 @@ def load_schemas(schema_dir: str | Path) -> list[Schema]:
     return schemas
 
 
-def render_all(schemas: list[Schema]) -> dict[str, str]:
+def render_all(schemas: list[Schema], schema_dir: str | Path | None = None) -> dict[str, str]:
     """``{path relative to generated/: text}``, before formatting."""
     files: dict[str, str] = {
         "python/tracepack_generated/__init__.py": emit_package_index(schemas),
@@ -75,7 +85,38 @@ def render_all(schemas: list[Schema]) -> dict[str, str]:
         files.update(emit_jsonschema(schema))
         files.update(emit_fbs(schema))
         files.update(emit_fbs_python(schema))
+    if schema_dir is not None:
+        files.update(render_torch(schema_dir))
     return files
+
+
+def render_torch(schema_dir: str | Path) -> dict[str, str]:
+    """The torch schema converters (``tracepack_generated/torch_schema/``), from ``schema/torch/``."""
+    specs = load_specs(schema_dir)
+    if not specs:
+        return {}
+    base = "python/tracepack_generated/torch_schema"
+    files = {f"{base}/__init__.py": render_index(specs)}
+    for display, spec in specs:
+        files[f"{base}/{module_name(spec.version)}.py"] = render_module(spec, source=display)
+    return files
+
+
+def check_torch_spec(schema_dir: str | Path) -> list[str]:
+    """When torch is installed and its schema version is described here, the description must match it."""
+    from tracepack.codegen.torch_schema import installed_schema_yaml, parse_schema_yaml
+
+    path = installed_schema_yaml()
+    if path is None:
+        return []
+    installed = parse_schema_yaml(path.read_text(encoding="utf-8"), source="torch/_export/serde/schema.yaml")
+    for display, spec in load_specs(schema_dir):
+        if spec.version == installed.version and spec.checksum != installed.checksum:
+            return [
+                f"{display} describes schema {spec.version[0]}.{spec.version[1]} with checksum {spec.checksum}, "
+                f"the installed torch's has {installed.checksum}: run `python -m tracepack.codegen torch-schema`"
+            ]
+    return []
 
 
 def _ruff() -> str:
@@ -201,7 +242,7 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
 
 def _render_formatted(schema_dir: str | Path, *, flatc_checks: bool = False) -> dict[str, str]:
     schemas = load_schemas(schema_dir)
-    files = render_all(schemas)
+    files = render_all(schemas, schema_dir)
     if flatc_checks:
         check_flatc(schemas, files)
     # Format inside the repository (so its ruff config applies), in a temporary folder.
@@ -247,7 +288,7 @@ def check_generated(schema_dir: str | Path, out: str | Path) -> list[str]:
     """Return what is stale in ``out`` (missing, changed, or no longer produced); empty when current."""
     want = _render_formatted(schema_dir, flatc_checks=True)
     have = _existing(Path(out))
-    stale = []
+    stale = check_torch_spec(schema_dir)
     for rel in sorted(set(want) | set(have)):
         if rel not in have:
             stale.append(f"{rel} is missing")

@@ -25,14 +25,11 @@ So every detail torch serializes survives, node metadata (``stack_trace``,
 from __future__ import annotations
 
 import importlib
-import io
-import json
 import os
-from pathlib import Path
-from typing import Any, TypeAlias
+from typing import IO, Any, TypeAlias
 
 from tracepack.document import Document
-from tracepack.errors import InputError, UsageError
+from tracepack.errors import UsageError
 from tracepack.torch.export import model_json as export_json
 
 
@@ -100,6 +97,17 @@ def _placeholder_weights(program: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return state, constants
 
 
+def _deserialize(program: Any, source: str, state_dict: Any, constants: Any, example_inputs: Any) -> ExportedProgram:
+    from tracepack.torch.loader import deserialize, load_program_dict
+
+    if state_dict is None or constants is None:
+        zeros, zero_constants = _placeholder_weights(program)
+        state_dict = zeros if state_dict is None else state_dict
+        constants = zero_constants if constants is None else constants
+    serialized = load_program_dict(program, source)
+    return deserialize(serialized, state_dict, constants, example_inputs, source=source)
+
+
 def from_model_json(
     data: bytes,
     *,
@@ -107,15 +115,10 @@ def from_model_json(
     constants: dict[str, Any] | None = None,
     example_inputs: Any = None,
 ) -> ExportedProgram:
-    """Deserialize ``model.json`` bytes with torch (weights as zeros unless given)."""
-    serde = _serde()
-    program = json.loads(data)
-    if state_dict is None or constants is None:
-        zeros, zero_constants = _placeholder_weights(program)
-        state_dict = zeros if state_dict is None else state_dict
-        constants = zero_constants if constants is None else constants
-    serialized = serde._dict_to_dataclass(serde.ExportedProgram, program)
-    return serde.ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, example_inputs)
+    """Deserialize ``model.json`` bytes (weights as zeros unless given)."""
+    from tracepack.torch.loader import _json
+
+    return _deserialize(_json(data, "<model.json>"), "<model.json>", state_dict, constants, example_inputs)
 
 
 def from_document(
@@ -128,6 +131,8 @@ def from_document(
 ) -> ExportedProgram:
     """The ExportedProgram a document was made from.
 
+    The document becomes torch's schema dataclasses directly (the program as Python values,
+    converted by the code generated from torch's schema: no JSON text in between).
     A document holds no weights: take them from ``like`` (the program's own, or one
     with the same parameters), or pass ``state_dict``/``constants``; without either,
     parameters, buffers and constants are zeros of the right shape and dtype.
@@ -136,23 +141,29 @@ def from_document(
         state_dict = dict(like.state_dict) if state_dict is None else state_dict
         constants = dict(like.constants) if constants is None else constants
         example_inputs = like.example_inputs if example_inputs is None else example_inputs
-    return from_model_json(
-        export_json.export_model_json(doc), state_dict=state_dict, constants=constants, example_inputs=example_inputs
+    program = export_json.export_program(doc)
+    return _deserialize(program, "<Document>", state_dict, constants, example_inputs)
+
+
+def load(
+    f: str | os.PathLike[str] | IO[bytes],
+    *,
+    extra_files: dict[str, Any] | None = None,
+    expected_opset_version: dict[str, int] | None = None,
+    trust_pickles: bool = False,
+) -> ExportedProgram:
+    """``torch.export.load``'s result for any ``.pt2``, plain or ``tracepack pack``ed (metadata merged back).
+
+    Same arguments as ``torch.export.load``, plus ``trust_pickles``. Nothing in the file runs:
+    pickled tensors go through torch's ``weights_only`` unpickler, symbolic expressions are
+    checked before sympy parses them, and torchbind/opaque constants, tensor subclasses
+    and anything else that needs a full unpickler raise
+    :class:`~tracepack.errors.UnsafePickleError` naming the member. ``trust_pickles=True``
+    loads those the way torch does (their pickles can run code: only for files you trust).
+    See docs/torch-load.md.
+    """
+    from tracepack.torch.loader import load_pt2
+
+    return load_pt2(
+        f, extra_files=extra_files, expected_opset_version=expected_opset_version, trust_pickles=trust_pickles
     )
-
-
-def load(path: str | os.PathLike[str], **kwargs: Any) -> ExportedProgram:
-    """``torch.export.load`` that also reads ``tracepack pack``ed archives with their metadata back."""
-    from tracepack.io.zip import open_archive
-    from tracepack.torch import pt2
-
-    name = os.fspath(path)
-    try:
-        data = Path(name).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
-    with open_archive(data, source=name) as archive:
-        packed = pt2.is_packed(archive)
-    if packed:
-        data = pt2.unpack_pt2(data, source=name)
-    return _torch().export.load(io.BytesIO(data), **kwargs)

@@ -179,7 +179,11 @@ def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
     """The original model.json: ``stripped`` with every node's metadata from ``doc`` put back."""
     from tracepack.torch.export.model_json import _loads
 
-    program = _loads(stripped, source)
+    return _dumps(merge_into(_loads(stripped, source), doc, source=source))
+
+
+def merge_into(program: Any, doc: Document, *, source: str) -> Any:
+    """``program`` (a parsed packed model.json) with every node's metadata from ``doc`` put back, in place."""
     graph = _main_graph(program, source)
     orders: dict[str, list[str]] = {}
     for e in doc.raw.extensions:
@@ -208,7 +212,7 @@ def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
             source=source,
             expected="the program the member was packed with",
         )
-    return _dumps(program)
+    return program
 
 
 # -- archives ----------------------------------------------------------------------------------

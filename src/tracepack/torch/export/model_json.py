@@ -31,7 +31,7 @@ from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.traces import FrameKey
 
-__all__ = ["PROGRAM_EXTENSION", "export_model_json", "import_model_json", "is_model_json"]
+__all__ = ["PROGRAM_EXTENSION", "export_model_json", "export_program", "import_model_json", "is_model_json"]
 
 PROGRAM_EXTENSION = "torch.export/program"
 NODES_EXTENSION = "torch.export/nodes"
@@ -619,9 +619,12 @@ def export_model_json(doc: Document) -> bytes:
 
 
 def _export(doc: Document) -> str:
-    program = _extension(doc, PROGRAM_EXTENSION)
-    layout = _extension(doc, NODES_EXTENSION)
-    return _dumps(_Exporter(doc, program, layout).run())
+    return _dumps(export_program(doc))
+
+
+def export_program(doc: Document) -> Any:
+    """The ``model.json`` a document was imported from, as the parsed JSON value (no text in between)."""
+    return _Exporter(doc, _extension(doc, PROGRAM_EXTENSION), _extension(doc, NODES_EXTENSION)).run()
 
 
 class _Exporter:

@@ -1,0 +1,596 @@
+"""``tracepack.torch.load``: torch.export.load's result, faster, and without running anything from the file.
+
+What ``torch.export.load`` does, step by step, and what this loader does instead:
+
+============================  ================================  =========================================
+step                          torch.export.load                 tracepack.torch.load
+============================  ================================  =========================================
+model.json -> dataclasses     ``json.loads`` + a reflective     msgspec + converters generated from
+                              converter (type hints per object) torch's ``schema.yaml`` (:mod:`.serde`)
+packed archive                metadata lost (``tracepack`` dir  metadata merged back from the tracepack
+                              ignored)                          member, as dicts (no JSON in between)
+weights, constants            raw records; ``use_pickle``       raw records the same way; pickles through
+                              records with ``torch.load(...,    ``torch.load(weights_only=True)`` only;
+                              weights_only=False)``             refused otherwise
+custom / opaque objects       torchbind / ``pickle.loads``      refused (:class:`UnsafePickleError` naming
+                                                                the member) unless ``trust_pickles=True``
+example inputs                ``weights_only=True``, falling    ``weights_only=True`` only
+                              back to ``weights_only=False``
+symbolic expressions          ``sympy.sympify`` (``eval``) of   checked against the expression grammar
+                              every string, every time          torch writes, then parsed once per
+                                                                distinct string (per load)
+graph, fake tensors, meta     torch's GraphModuleDeserializer   the same code (results equal by design)
+============================  ================================  =========================================
+
+``trust_pickles=True`` restores torch's behaviour for files you trust (tensor subclasses
+stored as pickles, torchbind and opaque constants): those pickles can run code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import re
+import stat
+import threading
+import tokenize
+import types
+import zipfile
+from collections.abc import Callable
+from typing import IO, Any
+
+from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
+
+__all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
+
+#: The largest program (model.json) and config member read.
+MAX_PROGRAM_BYTES = 4 << 30
+_MODEL = re.compile(r"models/([^/]+)\.json")
+
+
+def _torch() -> Any:
+    return importlib.import_module("torch")
+
+
+# -- the archive ---------------------------------------------------------------------------------------
+
+
+class _Zip:
+    """A .pt2 opened for reading: member names relative to the top folder, bounded reads."""
+
+    def __init__(self, f: str | os.PathLike[str] | IO[bytes], source: str) -> None:
+        self.source = source
+        try:
+            self.zip = zipfile.ZipFile(f)
+            infos = self.zip.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+            raise LegacyFormatError(
+                f"not a readable zip archive: {exc}", source=source, expected="a torch.export .pt2"
+            ) from None
+        names = [i.filename for i in infos if not i.is_dir()]
+        tops = {n.split("/", 1)[0] for n in names}
+        if len(tops) != 1 or not all("/" in n for n in names):
+            raise LegacyFormatError("members are not under one top folder", source=source, expected="a .pt2")
+        self.top = tops.pop()
+        self.infos = {i.filename.split("/", 1)[1]: i for i in infos if not i.is_dir()}
+
+    def where(self, rel: str) -> str:
+        return f"{self.source}:{self.top}/{rel}"
+
+    def has(self, rel: str) -> bool:
+        return rel in self.infos
+
+    def size(self, rel: str) -> int:
+        return self.infos[rel].file_size
+
+    def read(self, rel: str, *, limit: int = MAX_PROGRAM_BYTES) -> bytes:
+        return bytes(self.read_into(rel, limit=limit))
+
+    def read_into(self, rel: str, *, limit: int | None = None) -> bytearray:
+        """The member's bytes in a fresh writable buffer (tensors are made on it without a copy)."""
+        info = self.infos.get(rel)
+        if info is None:
+            raise LegacyFormatError("no such member", source=self.where(rel))
+        if limit is not None and info.file_size > limit:
+            raise LegacyFormatError(
+                f"member of {info.file_size} bytes exceeds the {limit}-byte limit", source=self.where(rel)
+            )
+        buf = bytearray(info.file_size)
+        try:
+            with self.zip.open(info) as f:
+                got = f.readinto(buf)  # type: ignore[attr-defined]
+                extra = f.read(1)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise LegacyFormatError(f"cannot read member: {exc}", source=self.where(rel)) from None
+        if got != info.file_size or extra:
+            raise LegacyFormatError("member size does not match the zip directory", source=self.where(rel))
+        return buf
+
+    def text(self, rel: str) -> str:
+        try:
+            return self.read(rel).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LegacyFormatError("not UTF-8 text", source=self.where(rel), where=f"byte {exc.start}") from None
+
+    def close(self) -> None:
+        self.zip.close()
+
+
+def _json(data: bytes, where: str) -> Any:
+    import json
+
+    import msgspec
+
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(data)  # what msgspec refuses that json accepts (numbers out of range, NaN)
+    except RecursionError:
+        raise LegacyFormatError("nested too deeply", source=where) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LegacyFormatError(f"not valid JSON: {exc}", source=where) from None
+
+
+# -- symbolic expressions ---------------------------------------------------------------------------
+
+#: sympy classes torch's printers (``str`` and ``srepr``) write as calls.
+_SYMPY_CALLS = frozenset(
+    [
+        "Symbol",
+        "Dummy",
+        "Integer",
+        "Rational",
+        "Float",
+        "Mul",
+        "Add",
+        "Pow",
+        "Max",
+        "Min",
+        "Abs",
+        "Mod",
+        "Eq",
+        "Ne",
+        "Lt",
+        "Le",
+        "Gt",
+        "Ge",
+        "StrictLessThan",
+        "LessThan",
+        "StrictGreaterThan",
+        "GreaterThan",
+        "Equality",
+        "Unequality",
+        "And",
+        "Or",
+        "Not",
+        "Xor",
+        "Piecewise",
+        "ExprCondPair",
+        "ITE",
+        "floor",
+        "ceiling",
+        "sqrt",
+        "sign",
+    ]
+)
+#: Names that stand alone.
+_SYMPY_CONSTANTS = frozenset(
+    [
+        "oo",
+        "zoo",
+        "nan",
+        "true",
+        "false",
+        "True",
+        "False",
+        "None",
+        "pi",
+        "E",
+        "I",
+        "Infinity",
+        "NegativeInfinity",
+        "NaN",
+        "ComplexInfinity",
+        "BooleanTrue",
+        "BooleanFalse",
+        "Zero",
+        "One",
+        "NegativeOne",
+        "Half",
+    ]
+)
+_SYMBOL = re.compile(r"[a-z]+[0-9]+\Z")
+_KEYWORD = re.compile(r"[a-z_]+\Z")
+_LITERAL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?)\Z")
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?\Z")
+_OPS = frozenset(
+    [
+        "+",
+        "-",
+        "*",
+        "/",
+        "**",
+        "//",
+        "%",
+        "(",
+        ")",
+        ",",
+        "<",
+        ">",
+        "<=",
+        ">=",
+        "==",
+        "!=",
+        "&",
+        "|",
+        "~",
+        "^",
+        ">>",
+        "<<",
+    ]
+)
+_SKIP = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
+
+
+def safe_sympy_text(text: str, known: Callable[[str], bool]) -> bool:
+    """Whether ``text`` is only an expression over symbols, numbers and known sympy/torch functions.
+
+    ``sympy.sympify`` evaluates its input with Python's ``eval``, and torch hands it every
+    ``expr_str`` of a model.json. What passes: numbers; the operators above; calls of the
+    functions torch registers and of sympy's expression classes (as ``str`` and ``srepr``
+    write them: ``Symbol('s0', positive=True, integer=True)``, ``FloorDiv(s0, 2)``), with
+    keyword arguments; string literals that are a name or a number; symbol-shaped names
+    (``s0``, ``u12``) and sympy's constants. No attribute access, subscripts, other names.
+    """
+    if len(text) > 100_000:
+        return False
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in _SKIP]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    for i, tok in enumerate(tokens):
+        kind, word = tok.type, tok.string
+        after = tokens[i + 1].string if i + 1 < len(tokens) else ""
+        before = tokens[i - 1].string if i else ""
+        if kind == tokenize.NUMBER:
+            if not _NUMBER.match(word):
+                return False
+        elif kind == tokenize.NAME:
+            if after == "(":
+                ok = known(word) or word in _SYMPY_CALLS
+            elif after == "=":
+                ok = _KEYWORD.match(word) is not None and before in ("(", ",")
+            else:
+                ok = known(word) or word in _SYMPY_CONSTANTS or _SYMBOL.match(word) is not None
+            if not ok:
+                return False
+        elif kind == tokenize.OP:
+            if word == "=":
+                if i == 0 or tokens[i - 1].type != tokenize.NAME:
+                    return False
+            elif word not in _OPS:
+                return False
+        elif kind == tokenize.STRING:
+            if word[:1] not in "'\"" or word[:3] in ("'''", '"""') or not _LITERAL.match(word[1:-1]):
+                return False
+        else:
+            return False
+    return True
+
+
+class _CachedSympy:
+    """Stands in for the ``sympy`` module inside torch's ``_parse_sym_expr``: ``sympify`` is checked
+    (:func:`safe_sympy_text`) and memoized per expression string; everything else is sympy's own.
+
+    A cached expression is reused only while every symbol in it is still, by identity, what the
+    deserializer's symbol table maps its name to, so the result is what a fresh parse would give.
+    """
+
+    def __init__(self, sympy: Any, source: str) -> None:
+        self._sympy = sympy
+        self._source = source
+        self._cache: dict[str, tuple[Any, tuple[tuple[str, Any], ...]]] = {}
+        self.parsed = 0
+        self.reused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sympy, name)
+
+    def sympify(self, text: Any, locals: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        if type(text) is not str or kwargs:
+            return self._sympy.sympify(text, locals=locals, **kwargs)
+        names = locals or {}
+        hit = self._cache.get(text)
+        if hit is not None:
+            expr, deps = hit
+            if all(names.get(n) is sym for n, sym in deps):
+                self.reused += 1
+                return expr
+        if not safe_sympy_text(text, names.__contains__):
+            raise LegacyFormatError(
+                f"refused symbolic expression {text[:60]!r}",
+                source=self._source,
+                expected="an arithmetic expression over symbols (sympy would run it with eval)",
+            )
+        expr = self._sympy.sympify(text, locals=locals)
+        self.parsed += 1
+        symbols = getattr(expr, "free_symbols", ())
+        self._cache[text] = (expr, tuple((str(s.name), s) for s in symbols))
+        return expr
+
+
+_PATCH_LOCK = threading.Lock()
+_PATCHED: dict[str, Any] = {}
+
+
+def _patched_deserializers(serde: Any) -> tuple[Callable[..., Any], Any]:
+    """torch's ``ExportedProgramDeserializer.deserialize`` and ``GraphModuleDeserializer._parse_sym_expr``,
+    as the same code objects over a copy of their module's globals in which ``sympy`` is a
+    :class:`_CachedSympy` for the current load and ``GraphModuleDeserializer`` makes deserializers
+    whose ``_parse_sym_expr`` is that copy. torch's own code runs; only the parse is cached."""
+    with _PATCH_LOCK:
+        if not _PATCHED:
+            g = dict(vars(serde))
+            state = threading.local()
+
+            class _SympyRouter:
+                def __getattr__(self, name: str) -> Any:
+                    current = getattr(state, "sympy", None)
+                    return getattr(current if current is not None else g["_real_sympy"], name)
+
+            g["_real_sympy"] = serde.sympy
+            g["sympy"] = _SympyRouter()
+            original = serde.GraphModuleDeserializer._parse_sym_expr
+            parse = types.FunctionType(original.__code__, g, original.__name__, original.__defaults__)
+
+            def make_graph_deserializer(*args: Any, **kwargs: Any) -> Any:
+                d = serde.GraphModuleDeserializer(*args, **kwargs)
+                d._parse_sym_expr = types.MethodType(parse, d)
+                return d
+
+            g["GraphModuleDeserializer"] = make_graph_deserializer
+            top = serde.ExportedProgramDeserializer.deserialize
+            deserialize = types.FunctionType(top.__code__, g, top.__name__, top.__defaults__)
+            deserialize.__kwdefaults__ = top.__kwdefaults__
+            _PATCHED.update(deserialize=deserialize, parse=parse, state=state)
+    return _PATCHED["deserialize"], _PATCHED["state"]
+
+
+# -- weights and constants ---------------------------------------------------------------------------
+
+
+def _refuse(where: str, what: str) -> UnsafePickleError:
+    return UnsafePickleError(
+        f"{what}: loading it can run code from the file",
+        source=where,
+        expected="tensors only; pass trust_pickles=True to tracepack.torch.load only for files you trust",
+    )
+
+
+def _weights_only(z: _Zip, rel: str, *, trust: bool, what: str) -> Any:
+    """A pickled tensor (or tuple of them) through torch's data-only unpickler; refused if it needs more."""
+    torch = _torch()
+    data = z.read(rel)
+    try:
+        return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:
+        if not trust:
+            raise _refuse(z.where(rel), f"{what} needs more than torch's weights_only unpickler") from exc
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
+def _payload_config(z: _Zip, rel: str) -> Any:
+    return converters().convert("PayloadConfig", _json(z.read(rel), z.where(rel)), source=z.where(rel))
+
+
+def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
+    """``path_name -> flat tensor`` for the raw (not pickled) records, each read once (aliases share it)."""
+    torch = _torch()
+    out: dict[str, Any] = {}
+    for meta in config.config.values():
+        if meta.use_pickle or meta.path_name in out:
+            continue
+        rel = base + meta.path_name
+        tm = meta.tensor_meta
+        if tm is None:
+            raise LegacyFormatError("a raw record without tensor_meta", source=z.where(rel))
+        dtype = serde.deserialize_scalar_type(tm.dtype)
+        device = serde.deserialize_device(tm.device)
+        if not z.has(rel):
+            raise LegacyFormatError("no such member", source=z.where(rel))
+        if z.size(rel) == 0:
+            tensor = torch.zeros(serde.deserialize_size(tm.sizes), dtype=dtype, device=device)
+        else:
+            buf = z.read_into(rel)
+            itemsize = torch.empty((), dtype=dtype).element_size()
+            if len(buf) % itemsize:
+                raise LegacyFormatError(
+                    f"{len(buf)} bytes is not a whole number of {dtype} elements", source=z.where(rel)
+                )
+            tensor = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
+            if device != torch.device("cpu"):
+                tensor = tensor.to(device)
+        if tm.requires_grad:
+            tensor.requires_grad_(True)
+        out[meta.path_name] = tensor
+    return out
+
+
+def _strided(flat: Any, tm: Any, serde: Any, where: str) -> Any:
+    torch = _torch()
+    try:
+        return torch.as_strided(
+            flat,
+            size=serde.deserialize_size(tm.sizes),
+            stride=serde.deserialize_stride(tm.strides),
+            storage_offset=serde.deserialize_storage_offset(tm.storage_offset),
+        )
+    except RuntimeError as exc:
+        raise LegacyFormatError(f"tensor does not fit its record: {exc}".splitlines()[0], source=where) from None
+
+
+def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
+    legacy = f"{c.WEIGHTS_DIR}{model}.pt"
+    if z.has(legacy):
+        return _weights_only(z, legacy, trust=trust, what="weights in the legacy layout")
+    rel = c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(model)
+    if not z.has(rel):
+        raise LegacyFormatError("no weights config", source=z.where(rel), expected="a torch.export .pt2")
+    config = _payload_config(z, rel)
+    flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde)
+    torch = _torch()
+    out: dict[str, Any] = {}
+    for fqn, meta in config.config.items():
+        member = c.WEIGHTS_DIR + meta.path_name
+        if meta.use_pickle:
+            out[fqn] = _weights_only(z, member, trust=trust, what=f"weight {fqn!r} stored as a pickle")
+            continue
+        tensor = _strided(flat[meta.path_name], meta.tensor_meta, serde, z.where(member))
+        if meta.is_param:
+            out[fqn] = torch.nn.Parameter(tensor, requires_grad=meta.tensor_meta.requires_grad)
+        else:
+            out[fqn] = tensor
+    return out
+
+
+def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
+    legacy = f"{c.CONSTANTS_DIR}{model}.pt"
+    if z.has(legacy):
+        return _weights_only(z, legacy, trust=trust, what="constants in the legacy layout")
+    rel = c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(model)
+    if not z.has(rel):
+        raise LegacyFormatError("no constants config", source=z.where(rel), expected="a torch.export .pt2")
+    config = _payload_config(z, rel)
+    flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde)
+    torch = _torch()
+    out: dict[str, Any] = {}
+    for fqn, meta in config.config.items():
+        path = meta.path_name
+        member = c.CONSTANTS_DIR + path
+        if path.startswith(c.TENSOR_CONSTANT_FILENAME_PREFIX):
+            if meta.use_pickle:
+                out[fqn] = _weights_only(z, member, trust=trust, what=f"constant {fqn!r} stored as a pickle")
+            else:
+                out[fqn] = _strided(flat[path], meta.tensor_meta, serde, z.where(member))
+        elif path.startswith(c.CUSTOM_OBJ_FILENAME_PREFIX):
+            if not trust:
+                raise _refuse(z.where(member), f"constant {fqn!r} is a torchbind object")
+            out[fqn] = torch._C._pickle_load_obj(z.read(member))
+        elif path.startswith(getattr(c, "OPAQUE_OBJ_FILENAME_PREFIX", "\0")):
+            if not trust:
+                raise _refuse(z.where(member), f"constant {fqn!r} is an opaque object (a plain pickle)")
+            import pickle
+
+            out[fqn] = pickle.loads(z.read(member))
+        else:
+            raise LegacyFormatError(f"unsupported constant record {path!r}", source=z.where(member))
+    return out
+
+
+# -- programs ----------------------------------------------------------------------------------------
+
+
+def load_program_dict(program: Any, source: str) -> Any:
+    """A parsed model.json as torch's ``schema.ExportedProgram``, after the version check."""
+    torch_serde = importlib.import_module("torch._export.serde.schema")
+    major = torch_serde.SCHEMA_VERSION[0]
+    version = program.get("schema_version") if type(program) is dict else None
+    if type(version) is dict and type(version.get("major")) is int:
+        file_major = version["major"]
+        if file_major != major and not (file_major == 0 and version.get("minor") == 0):
+            newer = "newer" if file_major > major else "older"
+            raise VersionError(
+                f"written with torch export schema {file_major}.{version.get('minor')}, {newer} than this torch's "
+                f"{major}.x; tracepack.torch supports torch {SUPPORTED_TORCH} "
+                f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
+                source=source,
+                where="$.schema_version",
+            )
+    return converters().convert("ExportedProgram", program, source=source)
+
+
+def _program(z: _Zip, model: str) -> Any:
+    from tracepack.torch import pt2
+
+    rel = f"models/{model}.json"
+    program = _json(z.read(rel), z.where(rel))
+    tpk = f"{pt2.MEMBER_DIR}{model}.tpk"
+    if z.has(tpk):
+        import tracepack
+
+        doc = tracepack.loads(z.read(tpk), source=z.where(tpk))
+        program = pt2.merge_into(program, doc, source=z.where(rel))
+    return program
+
+
+def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs: Any, *, source: str,
+                expected_opset_version: dict[str, int] | None = None) -> Any:  # fmt: skip
+    """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse."""
+    serde = importlib.import_module("torch._export.serde.serialize")
+    run, state = _patched_deserializers(serde)
+    state.sympy = _CachedSympy(serde.sympy, source)
+    try:
+        return run(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict, constants,
+                   example_inputs)  # fmt: skip
+    finally:
+        state.sympy = None
+
+
+def load_pt2(
+    f: str | os.PathLike[str] | IO[bytes],
+    *,
+    extra_files: dict[str, Any] | None = None,
+    expected_opset_version: dict[str, int] | None = None,
+    trust_pickles: bool = False,
+) -> Any:
+    """See :func:`tracepack.torch.load`."""
+    serde = importlib.import_module("torch._export.serde.serialize")
+    c = importlib.import_module("torch.export.pt2_archive.constants")
+    source = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<stream>")
+    if isinstance(f, (str, os.PathLike)):
+        try:
+            mode = os.stat(f).st_mode
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=str(source)) from None
+        if not stat.S_ISREG(mode):
+            raise InputError("not a regular file", source=str(source))
+    z = _Zip(f, str(source))
+    try:
+        if z.has(c.ARCHIVE_FORMAT_PATH) and z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
+            raise LegacyFormatError("not a pt2 archive", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="pt2")
+        models = [m.group(1) for rel in z.infos if (m := _MODEL.fullmatch(rel))]
+        if "model" not in models:
+            raise LegacyFormatError(
+                "no program", source=z.where("models/model.json"), expected="a torch.export .pt2 (models/model.json)"
+            )
+        model = "model"
+        rel = f"models/{model}.json"
+        serialized = load_program_dict(_program(z, model), z.where(rel))
+        state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)
+        constants = _constants(z, model, serde, c, trust=trust_pickles)
+        inputs_rel = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
+        example_inputs: Any = None
+        if z.has(inputs_rel):
+            example_inputs = (
+                b""
+                if z.size(inputs_rel) == 0
+                else _weights_only(z, inputs_rel, trust=trust_pickles, what="example inputs")
+            )
+        if extra_files is not None:
+            for rel_name in z.infos:
+                if rel_name.startswith(c.EXTRA_DIR):
+                    extra_files[rel_name[len(c.EXTRA_DIR) :]] = z.text(rel_name)
+        return deserialize(
+            serialized,
+            state_dict,
+            constants,
+            example_inputs,
+            source=z.where(rel),
+            expected_opset_version=expected_opset_version,
+        )
+    finally:
+        z.close()

@@ -1,0 +1,90 @@
+"""tracepack.torch.load against torch.export.load on the whole corpus, plain and packed archives."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.torch.compare import describe
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+
+torch = pytest.importorskip("torch")
+import tracepack.torch as tt  # noqa: E402 - needs torch
+from tracepack.torch import pt2  # noqa: E402
+
+pytestmark = TORCH_MARKS
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, dict[str, Any]]:
+    """torch.export.load of every corpus .pt2, described once."""
+    return {name: describe(torch.export.load(CORPUS / name)) for name in PT2}
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str, Any]]) -> None:
+    ours = describe(tt.load(CORPUS / name))
+    theirs = reference[name]
+    for key in theirs:
+        assert ours[key] == theirs[key], key
+    assert set(ours) == set(theirs)
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_load_of_packed_equals_torch_export_load_of_plain(
+    name: str, reference: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    packed = tmp_path / name
+    packed.write_bytes(pt2.pack_pt2((CORPUS / name).read_bytes(), source=name))
+    ours = describe(tt.load(packed))
+    for key, value in reference[name].items():
+        assert ours[key] == value, key
+
+
+def test_load_accepts_a_stream_and_extra_files(reference: dict[str, dict[str, Any]]) -> None:
+    extra: dict[str, Any] = {}
+    theirs_extra: dict[str, Any] = {}
+    torch.export.load(CORPUS / "cond.pt2", extra_files=theirs_extra)
+    ep = tt.load(io.BytesIO((CORPUS / "cond.pt2").read_bytes()), extra_files=extra)
+    assert describe(ep)["code"] == reference["cond.pt2"]["code"]
+    assert extra == theirs_extra
+
+
+def test_loaded_program_runs_like_torchs() -> None:
+    x = torch.randn(4, 8)
+    ours, theirs = tt.load(CORPUS / "cond.pt2"), torch.export.load(CORPUS / "cond.pt2")
+    assert torch.equal(ours.module()(x), theirs.module()(x))
+    tokens = torch.randint(0, 32, (2, 8))
+    ours, theirs = tt.load(CORPUS / "transformer.pt2"), torch.export.load(CORPUS / "transformer.pt2")
+    assert torch.equal(ours.module()(tokens), theirs.module()(tokens))
+
+
+def test_dynamic_shapes_parse_each_expression_once() -> None:
+    from tracepack.torch import loader
+
+    seen: list[Any] = []
+    original = loader._CachedSympy.sympify
+
+    def spy(self: Any, text: Any, locals: Any = None, **kw: Any) -> Any:
+        seen.append(self)
+        return original(self, text, locals, **kw)
+
+    loader._CachedSympy.sympify = spy  # type: ignore[method-assign]
+    try:
+        tt.load(CORPUS / "dynamic.pt2")
+    finally:
+        loader._CachedSympy.sympify = original  # type: ignore[method-assign]
+    cache = seen[0]
+    assert cache.parsed == len(cache._cache)
+    assert cache.reused > cache.parsed  # the same strings come back many times
+
+
+def test_from_document_without_json_text(reference: dict[str, dict[str, Any]]) -> None:
+    ep = torch.export.load(CORPUS / "dynamic.pt2")
+    back = tt.from_document(tt.to_document(ep), like=ep)
+    ours = describe(back)
+    for key in ("code", "nodes", "signature", "range_constraints", "shape_env", "state_dict"):
+        assert ours[key] == reference["dynamic.pt2"][key], key

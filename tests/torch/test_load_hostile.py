@@ -1,0 +1,233 @@
+"""tracepack.torch.load runs nothing from the file: pickles that need more than torch's data-only
+unpickler, torchbind/opaque constants and expression strings that are not arithmetic are refused,
+naming the member. torch.export.load runs the same payloads (shown side by side)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.torch.conftest import CORPUS, TORCH_MARKS
+from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io.zip import write_archive
+
+torch = pytest.importorskip("torch")
+import tracepack.torch as tt  # noqa: E402 - needs torch
+from tracepack.torch.loader import safe_sympy_text  # noqa: E402
+
+pytestmark = TORCH_MARKS
+
+
+class _Touch:
+    """Unpickling this calls os.system (what a hostile file would do)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[str]]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def rewrite(
+    src: Path, dst: Path, change: Callable[[str, bytes], bytes | None], add: dict[str, bytes] | None = None
+) -> Path:
+    """``src`` with members changed (``change`` returns new bytes, or None to keep them) and added."""
+    with zipfile.ZipFile(src) as z:
+        members = [(i.filename, z.read(i.filename)) for i in z.infolist()]
+    out: list[tuple[Any, bytes]] = []
+    for name, data in members:
+        new = change(name, data)
+        out.append((name, data if new is None else new))
+    top = members[0][0].split("/", 1)[0]
+    out += [(f"{top}/{rel}", data) for rel, data in (add or {}).items()]
+    dst.write_bytes(write_archive(out))
+    return dst
+
+
+def _json_member(suffix: str, edit: Callable[[Any], None]) -> Callable[[str, bytes], bytes | None]:
+    def change(name: str, data: bytes) -> bytes | None:
+        if not name.endswith(suffix):
+            return None
+        value = json.loads(data)
+        edit(value)
+        return json.dumps(value).encode()
+
+    return change
+
+
+def test_pickled_weight_with_os_system_does_not_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Touch(marker))
+
+    def change(name: str, data: bytes) -> bytes | None:
+        if name.endswith("weights/weight_0"):
+            return payload
+        return _json_member(
+            "model_weights_config.json", lambda c: c["config"]["stem.0.weight"].update(use_pickle=True)
+        )(name, data)
+
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "evil.pt2", change)
+    with pytest.raises(UnsafePickleError, match=r"weights/weight_0.*weight 'stem.0.weight' stored as a pickle"):
+        tt.load(bad)
+    assert not marker.exists()
+    # torch.export.load runs it (the reason tracepack's loader does not hand pickles to torch.load blindly).
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever torch makes of the int os.system returns
+        torch.export.load(bad)
+    assert marker.exists()
+
+
+def test_trust_pickles_loads_a_pickled_tensor(tmp_path: Path) -> None:
+    weight = torch.export.load(CORPUS / "cnn.pt2").state_dict["stem.0.weight"]
+    buf = io.BytesIO()
+    torch.save(torch.nn.Parameter(weight.detach().clone()), buf)
+
+    def change(name: str, data: bytes) -> bytes | None:
+        if name.endswith("weights/weight_0"):
+            return buf.getvalue()
+        return _json_member(
+            "model_weights_config.json", lambda c: c["config"]["stem.0.weight"].update(use_pickle=True)
+        )(name, data)
+
+    path = rewrite(CORPUS / "cnn.pt2", tmp_path / "pickled.pt2", change)
+    # A plain tensor pickle passes torch's weights_only unpickler: no flag needed.
+    assert torch.equal(tt.load(path).state_dict["stem.0.weight"], weight)
+    assert torch.equal(tt.load(path, trust_pickles=True).state_dict["stem.0.weight"], weight)
+
+
+@pytest.mark.parametrize("prefix", ["custom_obj_", "opaque_obj_"])
+def test_custom_and_opaque_constants_are_refused_without_trust(tmp_path: Path, prefix: str) -> None:
+    marker = tmp_path / "ran"
+    edit = _json_member(
+        "model_constants_config.json",
+        lambda c: c["config"].update(
+            {"obj": {"path_name": f"{prefix}0", "is_param": False, "use_pickle": True, "tensor_meta": None}}
+        ),
+    )
+    bad = rewrite(
+        CORPUS / "cnn.pt2", tmp_path / "evil.pt2", edit, add={f"data/constants/{prefix}0": pickle.dumps(_Touch(marker))}
+    )
+    with pytest.raises(UnsafePickleError, match=rf"data/constants/{prefix}0: constant 'obj'"):
+        tt.load(bad)
+    assert not marker.exists()
+
+
+def test_example_inputs_that_need_a_full_unpickler_are_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Touch(marker))
+    bad = rewrite(
+        CORPUS / "cond.pt2",
+        tmp_path / "evil.pt2",
+        lambda name, data: payload if name.endswith("sample_inputs/model.pt") else None,
+    )
+    with pytest.raises(UnsafePickleError, match=r"sample_inputs/model\.pt: example inputs"):
+        tt.load(bad)
+    assert not marker.exists()
+
+
+def test_expression_strings_are_not_evaluated(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    evil = f"__import__('os').system('touch {marker}')"
+
+    def change(name: str, data: bytes) -> bytes | None:
+        if not name.endswith("models/model.json"):
+            return None
+        text = data.decode()
+        first = text.index('"expr_str": "') + len('"expr_str": "')
+        end = text.index('"', first)
+        return (text[:first] + evil.replace('"', '\\"') + text[end:]).encode()
+
+    bad = rewrite(CORPUS / "dynamic.pt2", tmp_path / "evil.pt2", change)
+    with pytest.raises(LegacyFormatError, match="refused symbolic expression"):
+        tt.load(bad)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("Symbol('s27', positive=True, integer=True)", True),
+        ("Mul(Integer(2), Pow(Symbol('s27', positive=True, integer=True), Integer(2)))", True),
+        ("FloorDiv(s0, 2) + Max(1, s1) <= 7", True),
+        ("Float('1.5', precision=53)", True),
+        ("__import__('os').system('true')", False),
+        ("s0.__class__", False),
+        ("eval('1')", False),
+        ("lambdify(s0, s0)", False),
+        ("Symbol('a b')", False),
+        ("[s0][0]", False),
+        ("s0 if s1 else s2", False),
+        ("x = 1", False),
+    ],
+)
+def test_safe_sympy_text(text: str, ok: bool) -> None:
+    assert safe_sympy_text(text, {"FloorDiv"}.__contains__) is ok
+
+
+def test_schema_mismatch_names_the_json_path(tmp_path: Path) -> None:
+    def edit(p: Any) -> None:
+        p["graph_module"]["graph"]["nodes"][3]["inputs"][0] = 5
+
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member("models/model.json", edit))
+    with pytest.raises(LegacyFormatError) as err:
+        tt.load(bad)
+    message = str(err.value)
+    assert "model.json: $.graph_module.graph.nodes[3].inputs[0]: " in message
+    assert "expected a NamedArgument object" in message
+    assert "\n" not in message
+
+
+def test_missing_field_names_the_json_path(tmp_path: Path) -> None:
+    def edit(p: Any) -> None:
+        del p["graph_module"]["graph"]["nodes"][0]["target"]
+
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member("models/model.json", edit))
+    with pytest.raises(LegacyFormatError, match=r"\$\.graph_module\.graph\.nodes\[0\]\.target.*missing"):
+        tt.load(bad)
+
+
+def test_newer_schema_major_is_one_line_naming_supported_versions(tmp_path: Path) -> None:
+    bad = rewrite(
+        CORPUS / "cnn.pt2",
+        tmp_path / "new.pt2",
+        _json_member("models/model.json", lambda p: p["schema_version"].update(major=99)),
+    )
+    with pytest.raises(VersionError) as err:
+        tt.load(bad)
+    message = str(err.value)
+    assert "schema 99." in message
+    assert "2.6 through 2.15" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [(b"not a zip", "not a readable zip"), (b"", "not a readable zip")],
+)
+def test_not_an_archive(tmp_path: Path, data: bytes, match: str) -> None:
+    path = tmp_path / "x.pt2"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=match):
+        tt.load(path)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read"):
+        tt.load(tmp_path / "missing.pt2")
+    with pytest.raises(InputError, match="not a regular file"):
+        tt.load(tmp_path)
+
+
+def test_weight_record_of_the_wrong_size(tmp_path: Path) -> None:
+    bad = rewrite(
+        CORPUS / "cnn.pt2", tmp_path / "bad.pt2", lambda n, d: d[:-4] if n.endswith("weights/weight_0") else None
+    )
+    with pytest.raises(LegacyFormatError, match="weights/weight_0"):
+        tt.load(bad)

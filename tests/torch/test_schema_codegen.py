@@ -1,0 +1,150 @@
+"""Converters generated from torch's schema.yaml: equal to torch's own reflective converter, one-line
+errors with JSON paths, the checked-in module current, other releases generated on first use."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tests.torch.strategies import schema_values, spec_yaml, torch_specs
+from tracepack.codegen.torch_schema import (
+    installed_schema_yaml,
+    load_specs,
+    parse_schema_yaml,
+    render_module,
+    spec_json,
+)
+from tracepack.errors import LegacyFormatError
+
+torch = pytest.importorskip("torch")
+from torch._export.serde import schema as torch_schema  # noqa: E402
+from torch._export.serde import serialize as torch_serialize  # noqa: E402
+
+from tracepack.torch import serde  # noqa: E402
+
+pytestmark = TORCH_MARKS
+ROOT = Path(__file__).resolve().parent.parent.parent
+CONV = serde.converters()
+TYPES = CONV.types
+CLASSES = sorted(name for name, (kind, _) in TYPES.items() if kind != "enum")
+
+
+def torch_convert(name: str, value: Any) -> Any:
+    return torch_serialize._dict_to_dataclass(getattr(torch_schema, name), value)
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_corpus_programs_and_configs_equal_torchs(name: str) -> None:
+    with zipfile.ZipFile(CORPUS / name) as z:
+        for member in z.namelist():
+            if member.endswith("models/model.json"):
+                cls = "ExportedProgram"
+            elif member.endswith("_config.json"):
+                cls = "PayloadConfig"
+            else:
+                continue
+            value = json.loads(z.read(member))
+            ours = CONV.convert(cls, value, source=member)
+            theirs = torch_convert(cls, value)
+            assert ours == theirs
+            assert repr(ours) == repr(theirs)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.sampled_from(CLASSES).flatmap(lambda n: st.tuples(st.just(n), schema_values(TYPES, n))))
+def test_any_valid_value_converts_like_torch(case: tuple[str, Any]) -> None:
+    name, value = case
+    ours = CONV.convert(name, value, source="<value>")
+    assert ours == torch_convert(name, value)
+    assert repr(ours) == repr(torch_convert(name, value))
+
+
+_JUNK = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.none(), max_size=2), st.just({"?": 1}))
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[str, Any, list[Any]]:
+    """A valid value with one place replaced by something of another shape; the path to that place."""
+    name = draw(st.sampled_from(CLASSES))
+    value = draw(schema_values(TYPES, name))
+    spots: list[tuple[Any, Any]] = []
+
+    def walk(v: Any) -> None:
+        if type(v) is dict:
+            for k in v:
+                spots.append((v, k))
+                walk(v[k])
+        elif type(v) is list:
+            for i in range(len(v)):
+                spots.append((v, i))
+                walk(v[i])
+
+    walk(value)
+    if spots:
+        parent, key = draw(st.sampled_from(spots))
+        parent[key] = draw(_JUNK)
+    return name, value, spots
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated())
+def test_a_damaged_value_converts_like_torch_or_names_a_json_path(case: tuple[str, Any, list[Any]]) -> None:
+    name, value, _ = case
+    error: LegacyFormatError | None = None
+    try:
+        ours = CONV.convert(name, value, source="<value>")
+    except LegacyFormatError as exc:
+        error = exc
+    if error is not None:
+        assert error.where is not None
+        assert error.where.startswith("$")
+        assert "\n" not in str(error)
+        return
+    assert ours == torch_convert(name, value)
+
+
+def test_checked_in_description_matches_the_installed_torch() -> None:
+    path = installed_schema_yaml()
+    assert path is not None
+    installed = parse_schema_yaml(path.read_text(encoding="utf-8"))
+    specs = {spec.version: spec for _, spec in load_specs(ROOT / "schema")}
+    assert tuple(torch_schema.SCHEMA_VERSION) in specs, "run `python -m tracepack.codegen torch-schema`"
+    ours = specs[tuple(torch_schema.SCHEMA_VERSION)]
+    assert ours.checksum == installed.checksum
+    assert ours.types == installed.types
+    assert CONV.module.__name__ == "tracepack_generated.torch_schema.v8_20" or ours.checksum != installed.checksum
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(torch_specs())
+def test_schema_yaml_parses_back_to_the_schema(spec: Any) -> None:
+    back = parse_schema_yaml(spec_yaml(spec))
+    assert back.version == spec.version
+    assert back.treespec_version == spec.treespec_version
+    assert back.types == spec.types
+    compile(render_module(back, source="<test>"), "<test>", "exec")
+    assert "types" in json.loads(spec_json(back, torch_version="test"))
+
+
+def test_other_releases_are_generated_on_first_use_and_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TRACEPACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(serde, "_generated_module", lambda version, checksum: None)
+    monkeypatch.setattr(serde, "_BOUND", {})
+    fresh = serde.converters()
+    cached = list((tmp_path / "torch_schema").glob("*.py"))
+    assert len(cached) == 1
+    assert fresh.origin == str(cached[0])
+    with zipfile.ZipFile(CORPUS / "dynamic.pt2") as z:
+        value = json.loads(z.read("dynamic/models/model.json"))
+    assert fresh.convert("ExportedProgram", value, source="x") == torch_convert("ExportedProgram", value)
+    stamp = cached[0].stat().st_mtime_ns
+    monkeypatch.setattr(serde, "_BOUND", {})
+    assert serde.converters().origin == str(cached[0])
+    assert cached[0].stat().st_mtime_ns == stamp  # reused, not rewritten
