@@ -287,6 +287,10 @@ class Document(ModuleRendering):
             src,
         )
 
+    def extension(self, name: str) -> str | None:
+        """The JSON text of the document's extension ``name`` (the first of that name), or None."""
+        return next((e.json for e in self.raw.extensions if e.name == name), None)
+
     def table_sizes(self) -> dict[str, int]:
         """Rows per table."""
         return dict(m.validate.table_sizes(self.raw))

@@ -21,7 +21,10 @@ from tracepack.errors import InputError
 __all__ = ["EXPECTED", "ZstdDict", "describe", "read_document", "sniff", "zstd_dictionary"]
 
 #: What :func:`read_document` accepts, as error messages say it.
-EXPECTED = "a .tpk container, a torch.export model.json or .pt2, or a TorchScript .pt/.ptl archive"
+EXPECTED = (
+    "a .tpk container, a torch.export model.json or .pt2, a TorchScript .pt/.ptl archive, "
+    "or an ExecuTorch ETRecord or .pte"
+)
 
 #: A zstd dictionary: its bytes (as written by `zstd --train`) or a ``zstandard.ZstdCompressionDict``.
 ZstdDict = zstandard.ZstdCompressionDict | bytes | bytearray | memoryview
@@ -48,6 +51,10 @@ def sniff(data: bytes | bytearray | memoryview) -> str:
         return "zip"
     if importlib.import_module(_MODEL_JSON).is_model_json(bytes(data[: 1 << 20])):
         return "model.json"
+    if bytes(data[4:8]) == b"ET12":
+        return "pte"
+    if bytes(data[8:12]) == b"ED00":
+        return "etdump"
     return "unknown"
 
 
@@ -100,6 +107,16 @@ def read_document(
     if kind == "zip":
         out: Any = importlib.import_module(_ARCHIVES).import_archive(source, bytes(data))
         return out  # type: ignore[no-any-return]
+    if kind == "pte":  # ExecuTorch program: its forward method (or the only one)
+        pte: Any = importlib.import_module("tracepack.torch.executorch.pte")
+        return pte.pte_document(pte.read_pte(data, source=source), source=source)  # type: ignore[no-any-return]
+    if kind == "etdump":
+        raise InputError(
+            "an ExecuTorch ETDump (a profile, not a program): annotate it with `tracepack annotate ETDUMP --with "
+            "ARTIFACT`",
+            source=source,
+            expected=EXPECTED,
+        )
     raise InputError(
         f"not a format tracepack reads: {describe(data)}", source=source, where="byte 0", expected=EXPECTED
     )

@@ -365,6 +365,8 @@ class LazyDocument(ModuleRendering):
         else:
             self._node_offsets, self._nodes_at = self._view(memoryview(b"").cast("I")), 0
         self._node_count = len(self._node_offsets)
+        self._extensions_at: int = doc[dslot["extensions"]]
+        self._extension_cache: dict[str, str | None] | None = None
         self._node_spec = specs["Node"]
         self._nslot = self._node_spec.slots
 
@@ -745,6 +747,24 @@ class LazyDocument(ModuleRendering):
             self.module_hierarchy(module),
             src,
         )
+
+    def extension(self, name: str) -> str | None:
+        """The JSON text of the document's extension ``name`` (the first of that name), or None.
+
+        The extensions are decoded once, on the first call (they are small: producer data kept as JSON).
+        """
+        self._live()
+        if self._extension_cache is None:
+            found: dict[str, str | None] = {}
+            if self._extensions_at:
+                try:
+                    for p in self._r.tables(self._extensions_at):
+                        ext = self._fb.DECODERS["Extension"](self._r, p)
+                        found.setdefault(ext.name, ext.json)
+                except _MALFORMED as exc:
+                    raise self._fail(exc, "$.extensions") from None
+            self._extension_cache = found
+        return self._extension_cache.get(name)
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table of the current model (0 for a table the file's version does not have)."""

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tracepack.cli.core",
     "tracepack.cli.torch",
     "tracepack.cli.schema",
+    "tracepack.cli.runtime",
 )
 
 

@@ -86,6 +86,12 @@ def archive_kind(archive: Archive) -> str:
 def import_archive(path: str, data: bytes) -> Document:
     """Read a ``.pt2`` or TorchScript archive (the bytes of the file at ``path``) into a Document."""
     with open_archive(data, source=path) as archive:
+        if "ETRECORD_V0" in archive.names():  # ExecuTorch's ETRecord: the forward method (or the only one)
+            from tracepack.torch.executorch.etrecord import import_etrecord, read_etrecord
+
+            methods = list(read_etrecord(data, source=path).programs)
+            chosen = "forward" if "forward" in methods else methods[0]
+            return import_etrecord(data, source=path, methods=[chosen])[chosen]
         if archive_kind(archive) == "pt2":
             from tracepack.torch import pt2
 

@@ -1,0 +1,181 @@
+"""Find runtime handle references in text and rewrite them into module paths and Python stacks.
+
+Recognised references (each a regular expression over one line):
+
+``KernelCall failed at instruction C:I in operator OP: 0xERR``
+    ExecuTorch's runtime (``method.cpp``) when a kernel fails; ``C`` is the chain, ``I`` the
+    instruction; the method is not printed (``--method`` picks it, default ``forward``). Other
+    ``... failed at instruction [C:]I`` messages (delegate calls) are read the same way.
+``debug_handles:{N[, M...]}``
+    the TorchScript lite interpreter when the file on the device has no debug maps
+    (``Debug info for handle(s): debug_handles:{43}, was not found.``).
+
+Like ``ndk-stack``, every input line is kept, in order; a line with a reference is followed by what
+it stands for, indented (``--style torch``, the default, prints stacks and module paths the way torch
+and ExecuTorch's Inspector print them; ``--style tracepack`` prints tracepack's forms). A mobile
+``debug_handles:{N}`` line is replaced by what the lite interpreter prints when the debug maps are
+present (``Module hierarchy:...`` and the TorchScript traceback), where a renderer of that form is
+installed. References the artifact does not know are left as they are and reported as unresolved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracepack.errors import NotFoundError, UsageError
+from tracepack.runtime.symbols import HandleAnswer, InstructionAnswer, Symbolicator, pick
+from tracepack.traces import parse_stack_trace, render_frames
+
+__all__ = ["Reference", "find_references", "render_handle", "render_instruction", "symbolicate_lines"]
+
+INSTRUCTION_RE = re.compile(r"failed at instruction (?:(\d+):)?(\d+)(?: in operator (\S+?):?(?=\s|$))?")
+MOBILE_RE = re.compile(r"debug_handles:\{(\d+(?:\s*,\s*\d+)*)\}")
+STYLES = ("torch", "tracepack")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A handle reference found in a line."""
+
+    line: int
+    start: int
+    end: int
+    kind: str
+    """``instruction`` or ``handle``."""
+    chain: int = 0
+    instruction: int = 0
+    handles: tuple[int, ...] = ()
+    op: str = ""
+
+
+def find_references(line: str, number: int = 0) -> list[Reference]:
+    """Every reference in one line, left to right."""
+    out = []
+    for m in INSTRUCTION_RE.finditer(line):
+        chain = int(m.group(1)) if m.group(1) is not None else 0
+        out.append(Reference(number, m.start(), m.end(), "instruction", chain, int(m.group(2)), (), m.group(3) or ""))
+    for m in MOBILE_RE.finditer(line):
+        hs = tuple(int(x) for x in re.split(r"\s*,\s*", m.group(1)))
+        out.append(Reference(number, m.start(), m.end(), "handle", handles=hs))
+    out.sort(key=lambda r: r.start)
+    return out
+
+
+def _indent(text: str, pad: str) -> list[str]:
+    return [pad + ln if ln else ln for ln in text.splitlines()]
+
+
+def _traceback(stack: str | None, style: str) -> str:
+    """A stack in the form asked for: as stored (torch), or ``traceback.format_list``'s (tracepack)."""
+    if not stack:
+        return ""
+    if style == "tracepack":
+        parsed = parse_stack_trace(stack)
+        if parsed is not None:
+            return render_frames(parsed[0], 0).rstrip("\n")
+    return stack
+
+
+def render_handle(h: HandleAnswer, style: str = "torch", pad: str = "  ") -> list[str]:
+    """The lines that explain one handle."""
+    lines = []
+    where = f"{h.module_path} ({h.module_type})" if h.module_path or h.module_type else "(top level)"
+    if h.nodes:
+        lines.append(f"{pad}debug handle {h.handle}: {h.op} in {where}")
+        if style == "tracepack":
+            lines.append(f"{pad}  module hierarchy: {h.module_hierarchy}")
+        else:
+            lines.append(f"{pad}  nn_module_stack: {h.nodes[0].nn_module_stack or ''}")
+        groups: dict[str | None, list[str]] = {}
+        for n in h.nodes:
+            groups.setdefault(n.stack_trace, []).append(f"{n.name} ({n.op})")
+        for stack, names in groups.items():
+            lines.append(f"{pad}  node{'s' if len(names) > 1 else ''} {', '.join(names)}:")
+            lines.extend(_indent(_traceback(stack, style), pad + "    "))
+        return lines
+    hier = h.runtime_hierarchy if style == "torch" and h.runtime_hierarchy else h.module_hierarchy
+    lines.append(f"{pad}debug handle {h.handle}: {h.op}")
+    lines.append(f"{pad}  Module hierarchy:{hier}")
+    if h.source_range is not None:
+        file, start, end = h.source_range
+        lines.append(f"{pad}  source range: {file or '<unknown>'} bytes {start}-{end}")
+    lines.extend(_indent(_traceback(h.stack_trace, style), pad + "  "))
+    return lines
+
+
+def render_instruction(a: InstructionAnswer, style: str = "torch", pad: str = "  ") -> list[str]:
+    """The lines that explain one instruction."""
+    handles = ", ".join(str(h.handle) for h in a.handles)
+    head = f"{pad}-> {a.method} instruction {a.chain}:{a.instruction}: {a.op}"
+    lines = [head + (f" (debug handle{'s' if len(a.handles) > 1 else ''} {handles})" if a.handles else "")]
+    if a.frames_trace:
+        lines.extend(_indent(_traceback(a.frames_trace, style), pad + "    "))
+    for h in a.handles:
+        lines.extend(render_handle(h, style, pad + "   "))
+    return lines
+
+
+def _resolve(ref: Reference, syms: Sequence[Symbolicator], method: str | None) -> list[Any]:
+    if ref.kind == "instruction":
+        return [pick(syms, method).instruction(ref.chain, ref.instruction)]
+    sym = pick(syms, method) if len(syms) > 1 else syms[0]
+    return [sym.handle(h) for h in ref.handles]
+
+
+def symbolicate_lines(
+    lines: Iterable[str],
+    symbolicators: Sequence[Symbolicator],
+    *,
+    method: str | None = None,
+    style: str = "torch",
+    records: list[dict[str, Any]] | None = None,
+) -> Iterator[str]:
+    """Yield the output lines for ``lines`` (without newlines); append a record per reference to ``records``."""
+    if style not in STYLES:
+        raise UsageError(f"style {style!r}", where="--style", expected=" or ".join(STYLES))
+    for number, raw in enumerate(lines, 1):
+        line = raw.rstrip("\n")
+        refs = find_references(line, number)
+        if not refs:
+            yield line
+            continue
+        extra: list[str] = []
+        replaced = False
+        for ref in refs:
+            try:
+                answers = _resolve(ref, symbolicators, method)
+            except NotFoundError as exc:
+                if records is not None:
+                    records.append({"line": number, "text": line[ref.start : ref.end], "error": exc.problem})
+                extra.append(f"  -> unresolved: {exc.problem}")
+                continue
+            if records is not None:
+                records.append(
+                    {
+                        "line": number,
+                        "text": line[ref.start : ref.end],
+                        "kind": ref.kind,
+                        "answers": [a.to_json() for a in answers],
+                    }
+                )
+            if (
+                ref.kind == "handle"
+                and style == "torch"
+                and all(isinstance(a, HandleAnswer) and not a.nodes and a.runtime_hierarchy for a in answers)
+            ):
+                # What the lite interpreter prints with its debug maps present, in place of "not found".
+                replaced = True
+                for a in answers:
+                    extra.append(f"  Module hierarchy:{a.runtime_hierarchy}")
+                    extra.extend(_indent(a.stack_trace, "  "))
+                continue
+            for a in answers:
+                extra.extend(
+                    render_instruction(a, style) if isinstance(a, InstructionAnswer) else render_handle(a, style)
+                )
+        if not replaced:
+            yield line
+        yield from extra

@@ -1,0 +1,246 @@
+"""Debug handles and instructions answered from a document: op, module path, Python stack, nodes.
+
+A :class:`Symbolicator` wraps one document, eager (:class:`tracepack.Document`) or lazy
+(:func:`tracepack.open` on an uncompressed FlatBuffers ``.tpk``: nothing is decoded up front, a handle
+is a binary search over the handle column plus the rows it refers to). What a document can answer
+depends on where it came from:
+
+ExecuTorch ETRecord (one document per method)
+    handles (the table rows), instructions (``executorch/method``: instruction id -> handles) and
+    the nodes behind each handle, as ExecuTorch's Inspector lists them;
+ExecuTorch ``.pte`` (emitted with ``emit_stacktrace=True``)
+    instructions ``C:I``: operator and emitted frames, no module path;
+TorchScript lite-interpreter archives (mobile debug info)
+    handles: op, module hierarchy, inlined call stack, source range.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from tracepack.errors import DecodeError, NotFoundError, UsageError
+from tracepack.traces import parse_nn_module_stack
+
+__all__ = [
+    "METHOD_EXTENSION",
+    "HandleAnswer",
+    "InstructionAnswer",
+    "NodeAnswer",
+    "Symbolicator",
+    "op_name",
+]
+
+METHOD_EXTENSION = "executorch/method"
+_OP_PREFIXES = ("executorch.exir.dialects.edge.ops.", "torch.ops.")
+
+
+class _Doc(Protocol):  # what Document and LazyDocument both offer
+    def node(self, key: str | int) -> Any: ...
+    def debug_handle(self, handle: int) -> Any: ...
+    def extension(self, name: str) -> str | None: ...
+
+
+def op_name(target: str) -> str:
+    """A node target as ExecuTorch's Inspector names ops: ``aten.relu.default`` (dialect prefix dropped)."""
+    for prefix in _OP_PREFIXES:
+        if target.startswith(prefix):
+            return target[len(prefix) :]
+    return target
+
+
+@dataclass(frozen=True)
+class NodeAnswer:
+    """One graph node behind a handle (what Inspector's ``Event.stack_traces`` etc. hold per node)."""
+
+    name: str
+    op: str
+    stack_trace: str | None
+    nn_module_stack: str | None
+
+    @property
+    def module_path(self) -> str:
+        """The innermost module's attribute path (``blocks.0.fc``), empty at the top."""
+        entries = parse_nn_module_stack(self.nn_module_stack or "") if self.nn_module_stack else None
+        return entries[-1].path if entries else ""
+
+    @property
+    def module_type(self) -> str:
+        entries = parse_nn_module_stack(self.nn_module_stack or "") if self.nn_module_stack else None
+        return entries[-1].type if entries else ""
+
+
+@dataclass(frozen=True)
+class HandleAnswer:
+    handle: int
+    op: str
+    stack_trace: str
+    """The handle's Python stack as its producer wrote it (fx ``stack_trace``; mobile: inlined frames)."""
+    module_hierarchy: str
+    """tracepack's TorchScript-style form of the module path (``TOP(M)::forward...``)."""
+    nodes: tuple[NodeAnswer, ...] = ()
+    source_range: tuple[str, int, int] | None = None
+    runtime_hierarchy: str | None = None
+    """The hierarchy exactly as the torch runtime prints it (mobile ``top(M)::<unknown>...``), when known."""
+
+    @property
+    def module_path(self) -> str:
+        return self.nodes[0].module_path if self.nodes else ""
+
+    @property
+    def module_type(self) -> str:
+        return self.nodes[0].module_type if self.nodes else ""
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["module_path"] = self.module_path
+        out["module_type"] = self.module_type
+        out["nodes"] = [{**asdict(n), "module_path": n.module_path} for n in self.nodes]
+        return out
+
+
+@dataclass(frozen=True)
+class InstructionAnswer:
+    method: str
+    chain: int
+    instruction: int
+    op: str = ""
+    frames_trace: str | None = None
+    """The stack the ``.pte`` emitted for the instruction (when read from one)."""
+    handles: tuple[HandleAnswer, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "chain": self.chain,
+            "instruction": self.instruction,
+            "op": self.op,
+            "frames_trace": self.frames_trace,
+            "handles": [h.to_json() for h in self.handles],
+        }
+
+
+class Symbolicator:
+    """Answers for one document (one ExecuTorch method, or one TorchScript archive)."""
+
+    def __init__(self, doc: _Doc, *, source: str = "<document>") -> None:
+        self.doc = doc
+        self.source = source
+        self._info: dict[str, Any] | None = None
+        self._handle_cache: dict[int, HandleAnswer] = {}
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The ``executorch/method`` extension (empty for other documents), parsed once."""
+        if self._info is None:
+            text = self.doc.extension(METHOD_EXTENSION)
+            if text is None:
+                self._info = {}
+            else:
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise DecodeError(
+                        f"the {METHOD_EXTENSION} extension is not JSON: {exc.msg}", source=self.source
+                    ) from None
+                self._info = value if type(value) is dict else {}
+        return self._info
+
+    @property
+    def method(self) -> str:
+        return str(self.info.get("method", ""))
+
+    @property
+    def kind(self) -> str:
+        """``etrecord``, ``pte`` or ``handles`` (a document with a debug-handle table only)."""
+        return str(self.info.get("format", "handles"))
+
+    def _node(self, index: int) -> NodeAnswer:
+        n = self.doc.node(index)
+        return NodeAnswer(n.name, op_name(n.target), n.stack_trace, n.module_stack)
+
+    def handle(self, handle: int) -> HandleAnswer:
+        """What ``handle`` stands for; NotFoundError when the document has no such handle."""
+        found = self._handle_cache.get(handle)
+        if found is not None:
+            return found
+        try:
+            row = self.doc.debug_handle(handle)
+        except UsageError:
+            raise NotFoundError(f"no debug handle {handle}", source=self.source) from None
+        nodes: tuple[NodeAnswer, ...] = ()
+        ix = self.info.get("handle_nodes", {}).get(str(handle)) if self.info else None
+        if ix:
+            nodes = tuple(self._node(i) for i in ix)
+        answer = HandleAnswer(
+            handle,
+            op_name(row.op),
+            row.stack_trace,
+            row.module_hierarchy,
+            nodes,
+            row.source_range,
+            _runtime_hierarchy(self.doc, handle),
+        )
+        self._handle_cache[handle] = answer
+        return answer
+
+    def instruction(self, chain: int, instruction: int) -> InstructionAnswer:
+        """What instruction ``chain:instruction`` of this method ran; NotFoundError when unknown."""
+        info = self.info
+        if info.get("format") == "pte":
+            i = info.get("instruction_nodes", {}).get(f"{chain}:{instruction}")
+            if i is None:
+                raise NotFoundError(
+                    f"no instruction {chain}:{instruction} in method {self.method!r}", source=self.source
+                )
+            n = self.doc.node(i)
+            return InstructionAnswer(self.method, chain, instruction, n.target, n.stack_trace)
+        if info.get("format") == "etrecord":
+            # ExecuTorch's debug_handle_map is keyed by instruction id alone (chains are not used).
+            handles = info.get("instructions", {}).get(str(instruction))
+            if handles is None:
+                raise NotFoundError(
+                    f"no instruction {chain}:{instruction} in the debug_handle_map of {self.method!r}",
+                    source=self.source,
+                )
+            answers = tuple(self.handle(h) for h in handles)
+            op = answers[0].op if answers else ""
+            return InstructionAnswer(self.method, chain, instruction, op, None, answers)
+        raise UsageError(
+            "this document has no instruction map (it is not from an ExecuTorch ETRecord or .pte)",
+            source=self.source,
+        )
+
+
+def _runtime_hierarchy(doc: Any, handle: int) -> str | None:
+    """The mobile runtime's own rendering of a handle's hierarchy, where a renderer for it is installed."""
+    import importlib
+
+    try:
+        render = importlib.import_module("tracepack.torch.torchscript.render")
+    except ModuleNotFoundError:
+        return None
+    fn = getattr(render, "runtime_module_hierarchy", None)
+    if fn is None:
+        return None
+    try:
+        text = fn(doc, handle)
+    except (UsageError, LookupError, TypeError, ValueError):
+        return None
+    return text if isinstance(text, str) else None
+
+
+def pick(symbolicators: Sequence[Symbolicator], method: str | None) -> Symbolicator:
+    """The symbolicator of ``method`` (None: the only one, else ``forward``)."""
+    if method is None:
+        if len(symbolicators) == 1:
+            return symbolicators[0]
+        method = "forward"
+    for s in symbolicators:
+        if s.method == method:
+            return s
+    raise UsageError(
+        f"no method {method!r}", where="--method", expected=f"one of {', '.join(s.method for s in symbolicators)}"
+    )

@@ -1,0 +1,289 @@
+"""ExecuTorch's ETRecord (a zip written by ``generate_etrecord``) -> one tracepack Document per method.
+
+An ETRecord holds, as members of a zip (stored, not compressed):
+
+``edge_dialect_exported_program/<method>``
+    the method's edge-dialect program as torch.export JSON (schema 5.4, written by ExecuTorch's own
+    copy of torch's serializer), every node with ``debug_handle``, ``stack_trace``,
+    ``nn_module_stack`` and ``from_node`` in its metadata; ``..._state_dict``, ``..._constants`` and
+    ``..._example_inputs`` beside it are pickled weights, never read here;
+``exported_program``
+    the ATen program the edge program was lowered from (same layout);
+``debug_handle_map``
+    JSON ``{method: {instruction id: handle or [handles]}}``: what the emitter recorded per instruction;
+``delegate_map``, ``instruction_id_to_num_outs_map``, ``export_graph_id``
+    JSON as well; ``ETRECORD_V0`` marks the file.
+
+Each method's program is imported with the torch.export importer (stacks, module paths and
+``from_node`` provenance interned), and its **debug-handle table** is filled: one row per handle with
+the stack, module path and op of the first node that carries it. A node's handle is the one ExecuTorch
+stored in its metadata; a node without one gets it recomputed the way ExecuTorch's
+``DebugHandleGeneratorPass`` numbers them (:func:`recompute_handles`). The instruction map, the handle
+-> nodes map and the delegate map go into the ``executorch/method`` extension, which
+:mod:`tracepack.runtime` reads to answer "instruction C:I" and "handle N". Nothing here needs torch
+or ExecuTorch installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+
+from tracepack import model as m
+from tracepack.document import Document
+from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.io.zip import Archive, open_archive
+from tracepack.traces import Provenance
+
+__all__ = [
+    "EDGE_PREFIX",
+    "ETRECORD_MARKER",
+    "METHOD_EXTENSION",
+    "ETRecord",
+    "import_etrecord",
+    "is_etrecord",
+    "read_etrecord",
+    "recompute_handles",
+    "stored_handles",
+    "with_handles",
+]
+
+ETRECORD_MARKER = "ETRECORD_V0"
+EDGE_PREFIX = "edge_dialect_exported_program/"
+#: The extension a method's document keeps its instruction and handle maps in (JSON).
+METHOD_EXTENSION = "executorch/method"
+_WEIGHT_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
+_MAX_JSON_MEMBER = 1 << 30
+#: Targets that are not operators (Inspector's operator graph skips them).
+_NOT_OPERATORS = frozenset({"_operator.getitem", "operator.getitem", "executorch.exir.memory.alloc", "memory.alloc"})
+
+
+class ETRecord(NamedTuple):
+    """The parts of an ETRecord tracepack reads (program JSON as bytes; weights are never read)."""
+
+    programs: dict[str, bytes]
+    """Edge-dialect program JSON per method, in file order."""
+    exported_program: bytes | None
+    debug_handle_map: dict[str, dict[str, list[int]]]
+    """Per method: instruction id (as the JSON key, a decimal string) -> debug handles."""
+    delegate_map: dict[str, Any]
+    num_outs: dict[str, Any]
+    export_graph_id: int | None
+
+
+def is_etrecord(names: Sequence[str]) -> bool:
+    """Whether a zip with these member names is an ETRecord."""
+    return ETRECORD_MARKER in names
+
+
+def _json_member(archive: Archive, name: str) -> Any:
+    where = f"{archive.source}:{name}"
+    try:
+        return json.loads(archive.read(name, limit=_MAX_JSON_MEMBER))
+    except json.JSONDecodeError as exc:
+        raise LegacyFormatError(f"not valid JSON: {exc.msg}", source=where, where=f"character {exc.pos}") from None
+    except UnicodeDecodeError as exc:
+        raise LegacyFormatError("not UTF-8 text", source=where, where=f"byte {exc.start}") from None
+
+
+def _handle_map(value: Any, source: str) -> dict[str, dict[str, list[int]]]:
+    """``debug_handle_map`` checked and normalised: every value a list of ints."""
+    expected = "{method: {instruction id: handle or [handles]}}"
+    if type(value) is not dict:
+        raise LegacyFormatError("debug_handle_map is not a JSON object", source=source, expected=expected)
+    out: dict[str, dict[str, list[int]]] = {}
+    for method, table in value.items():
+        if type(table) is not dict:
+            raise LegacyFormatError("not a JSON object", source=source, where=f"$.{method}", expected=expected)
+        rows: dict[str, list[int]] = {}
+        for instr, handles in table.items():
+            hs = [handles] if type(handles) is int else handles
+            if not (instr.isdigit() and type(hs) is list and all(type(h) is int for h in hs)):
+                raise LegacyFormatError(
+                    f"entry {instr!r}: {handles!r:.60}", source=source, where=f"$.{method}", expected=expected
+                )
+            rows[instr] = hs
+        out[method] = rows
+    return out
+
+
+def read_etrecord(data: bytes | bytearray | memoryview, *, source: str = "<etrecord>") -> ETRecord:
+    """The members of an ETRecord tracepack uses; LegacyFormatError names what is wrong."""
+    with open_archive(data, source=source) as archive:
+        names = archive.names()
+        if not is_etrecord(names):
+            raise LegacyFormatError(
+                "a zip archive, but not an ETRecord", source=source, expected=f"a member named {ETRECORD_MARKER}"
+            )
+        programs: dict[str, bytes] = {}
+        for name in names:
+            if name.startswith(EDGE_PREFIX) and not name.endswith(_WEIGHT_SUFFIXES):
+                programs[name[len(EDGE_PREFIX) :]] = archive.read(name, limit=_MAX_JSON_MEMBER)
+        if "edge_dialect_exported_program" in names:  # the older layout: one program, for "forward"
+            programs.setdefault("forward", archive.read("edge_dialect_exported_program", limit=_MAX_JSON_MEMBER))
+        if not programs:
+            raise LegacyFormatError(
+                "the ETRecord has no edge-dialect program",
+                source=source,
+                expected=f"members {EDGE_PREFIX}<method>",
+            )
+        handle_map = (
+            _handle_map(_json_member(archive, "debug_handle_map"), f"{source}:debug_handle_map")
+            if "debug_handle_map" in names
+            else {}
+        )
+        delegate = _json_member(archive, "delegate_map") if "delegate_map" in names else {}
+        num_outs = (
+            _json_member(archive, "instruction_id_to_num_outs_map") if "instruction_id_to_num_outs_map" in names else {}
+        )
+        graph_id = _json_member(archive, "export_graph_id") if "export_graph_id" in names else None
+        exported = archive.read("exported_program", limit=_MAX_JSON_MEMBER) if "exported_program" in names else None
+    return ETRecord(
+        programs,
+        exported,
+        handle_map,
+        delegate if type(delegate) is dict else {},
+        num_outs if type(num_outs) is dict else {},
+        graph_id if type(graph_id) is int else None,
+    )
+
+
+# -- debug handles --------------------------------------------------------------------------------
+
+
+def _greatest_ancestor(sources: Sequence[Provenance]) -> tuple[str, int] | None:
+    """ExecuTorch's ``get_greatest_ancestor_node_identifier``: the last NodeSource, then its last, ..."""
+    if not sources:
+        return None
+    p = sources[-1]
+    while p.from_node:
+        p = p.from_node[-1]
+    return (p.name, p.graph_id)
+
+
+def _bfs_order(doc: Document) -> list[int]:
+    """Node indices in the order ExecuTorch visits them: the top graph, then nested graphs level by level."""
+    names = [n.name for n in doc.nodes()]
+    return sorted(range(len(names)), key=lambda i: names[i].count("/"))
+
+
+def recompute_handles(doc: Document) -> dict[int, int]:
+    """Debug handles as ExecuTorch's ``DebugHandleGeneratorPass`` numbers them, from ``from_node``.
+
+    Visiting nodes in graph order, a node's handle is 1 + the number of distinct greatest ancestors
+    seen before its own (its ``from_node`` list's last entry, followed through each last entry to
+    the root): nodes lowered from one ATen node share its handle. ``{node index: handle}``; nodes
+    without provenance get none.
+    """
+    seen: dict[tuple[str, int], int] = {}
+    out: dict[int, int] = {}
+    for i in _bfs_order(doc):
+        key = _greatest_ancestor(doc.provenance(doc.raw.graph.nodes[i].from_node))
+        if key is None:
+            continue
+        out[i] = seen.setdefault(key, len(seen) + 1)
+    return out
+
+
+def stored_handles(doc: Document) -> dict[int, int]:
+    """The ``debug_handle`` each node's metadata holds (ExecuTorch's own), ``{node index: handle}``."""
+    s = doc.raw.strings
+    key = {i for i, text in enumerate(s) if text == "debug_handle"}
+    out: dict[int, int] = {}
+    if not key:
+        return out
+    for i, node in enumerate(doc.raw.graph.nodes):
+        for k, v in zip(node.meta_keys, node.meta_values, strict=True):
+            if k in key and v >= 0 and s[v].isdigit():
+                out[i] = int(s[v])
+    return out
+
+
+def with_handles(
+    doc: Document,
+    *,
+    method: str,
+    instructions: dict[str, list[int]] | None = None,
+    delegate_map: Any = None,
+    num_outs: Any = None,
+    recompute: bool = False,
+) -> Document:
+    """``doc`` with its debug-handle table filled and the ``executorch/method`` extension added.
+
+    Handles are the ones stored in node metadata (ExecuTorch's), or recomputed from ``from_node``
+    where a node has none (everywhere with ``recompute=True``). Each handle's row takes the stack,
+    module path and op (target) of its first node.
+    """
+    raw = doc.raw
+    stored = {} if recompute else stored_handles(doc)
+    handles = dict(stored)
+    recomputed = False
+    if recompute or len(stored) < len(raw.graph.nodes):
+        for i, h in recompute_handles(doc).items():
+            if i not in handles:
+                handles[i] = h
+                recomputed = True
+    # A handle's nodes as ExecuTorch's Inspector lists them: memory.alloc and getitem left out.
+    nodes = raw.graph.nodes
+    s = raw.strings
+    nodes_of: dict[int, list[int]] = {}
+    for i in sorted(handles):
+        if s[nodes[i].target] not in _NOT_OPERATORS:
+            nodes_of.setdefault(handles[i], []).append(i)
+    rows = sorted(nodes_of.items())
+    table = m.DebugHandleTable(
+        handle=[h for h, _ in rows],
+        stack=[nodes[ix[0]].stack for _, ix in rows],
+        module=[nodes[ix[0]].module for _, ix in rows],
+        op=[nodes[ix[0]].target for _, ix in rows],
+        range=[0 for _ in rows],
+    )
+    info = {
+        "format": "etrecord",
+        "method": method,
+        "instructions": instructions or {},
+        "handle_nodes": {str(h): ix for h, ix in rows},
+        "delegate_map": delegate_map or {},
+        "num_outs": num_outs or {},
+        "recomputed": recomputed or recompute,
+    }
+    ext = m.Extension(METHOD_EXTENSION, json.dumps(info, separators=(",", ":")))
+    kept = [e for e in raw.extensions if e.name != METHOD_EXTENSION]
+    new = msgspec.structs.replace(raw, debug_handles=table, extensions=[*kept, ext])
+    return Document(new, source_version=doc.source_version)
+
+
+def import_etrecord(
+    data: bytes | bytearray | memoryview,
+    *,
+    source: str = "<etrecord>",
+    methods: Sequence[str] | None = None,
+    recompute: bool = False,
+) -> dict[str, Document]:
+    """An ETRecord as ``{method: Document}`` (every method, or those asked for), handle tables filled."""
+    from tracepack.torch.export.model_json import import_model_json
+
+    rec = read_etrecord(data, source=source)
+    wanted = list(rec.programs) if methods is None else list(methods)
+    for name in wanted:
+        if name not in rec.programs:
+            raise UsageError(
+                f"the ETRecord has no method {name!r}",
+                source=source,
+                expected=f"one of {', '.join(rec.programs)}",
+            )
+    out: dict[str, Document] = {}
+    for name in wanted:
+        doc = import_model_json(rec.programs[name], source=f"{source}:{EDGE_PREFIX}{name}")
+        out[name] = with_handles(
+            doc,
+            method=name,
+            instructions=rec.debug_handle_map.get(name, {}),
+            delegate_map=rec.delegate_map.get(name),
+            num_outs=rec.num_outs.get(name),
+            recompute=recompute,
+        )
+    return out
