@@ -14,6 +14,9 @@ Every model is exported with torch's own APIs and written to ``OUT_DIR``:
 ``dynamic``         dynamic batch and sequence sizes (``torch.export.Dim``; symbolic shapes)
 ``helpers``         helper functions calling each other 12 deep, ``strict=True`` (every frame kept)
 ``big``             a 320-block transformer: more than 10,000 nodes
+``size_N[_dyn]``    the size ladder of the benchmark (``bench_torch.py``): the transformer with
+                    :data:`SIZES` blocks (about 10, 30, 60, 130, 450, 1k and 10k nodes), with
+                    static shapes and, ``_dyn``, dynamic batch and sequence sizes
 ==================  ================================================================================
 
 each as ``<name>.pt2`` (``torch.export.save``), and the TorchScript archives
@@ -290,6 +293,8 @@ def _export(name: str) -> Any:
     torch.manual_seed(0)
     if name in ("transformer", "transformer_strict"):
         return torch.export.export(Transformer(4).eval(), (_tokens(2, 8),), strict=name.endswith("strict"))
+    if name in LADDER:
+        return _ladder(name)
     if name == "big":
         return torch.export.export(Transformer(320, dim=8, heads=2).eval(), (_tokens(1, 4),))
     if name == "cnn":
@@ -302,6 +307,49 @@ def _export(name: str) -> Any:
     if name == "helpers":
         return torch.export.export(Helpers().eval(), (torch.randn(2, 8),), strict=True)
     raise SystemExit(f"unknown corpus model {name!r}")
+
+
+#: The benchmark's size ladder: name -> (blocks, width), about 10, 30, 60, 130, 450, 1k, 10k nodes.
+SIZES: dict[str, tuple[int, int]] = {
+    "size_10": (0, 16),  # Tiny, not a transformer
+    "size_30": (1, 16),
+    "size_60": (2, 16),
+    "size_130": (4, 16),
+    "size_450": (14, 16),
+    "size_1k": (32, 16),
+    "size_10k": (320, 8),
+}
+LADDER = tuple(n for name in SIZES for n in (name, f"{name}_dyn"))
+
+
+class Tiny(nn.Module):
+    """The ladder's smallest rung (about 10 nodes): embedding, one residual MLP, a head."""
+
+    def __init__(self, dim: int = 16, vocab: int = 32) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        x = x + self.down(torch.relu(self.up(self.norm(x))))
+        return torch.log_softmax(self.head(x), dim=-1)
+
+
+def _ladder(name: str) -> Any:
+    blocks, width = SIZES[name.removesuffix("_dyn")]
+    # Seeds and input shapes differ from the corpus entries above (and the dictionary's training
+    # models are other architectures altogether: dictionary_models.py).
+    torch.manual_seed(7 + blocks)
+    model = (Transformer(blocks, dim=width, heads=2) if blocks else Tiny(width)).eval()
+    tokens = torch.randint(0, 32, (3, 6))
+    if not name.endswith("_dyn"):
+        return torch.export.export(model, (tokens,))
+    batch, seq = Dim("batch", min=1, max=128), Dim("seq", min=2, max=1024)
+    return torch.export.export(model, (tokens,), dynamic_shapes={"tokens": {0: batch, 1: seq}})
 
 
 EXPORTS = (*SMALL, "big")

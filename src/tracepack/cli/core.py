@@ -105,6 +105,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         "rows": sizes,
         "bytes": _breakdown(doc.raw, header.codec, doc.version),
     }
+    from tracepack import dictionaries
+    from tracepack.sizes import column_sizes, table_sizes
+
+    # Compressed per table and column, with the file's dictionary (given, or built in).
+    zdict = zstd_dict(args.zstd_dict) or (dictionaries.by_id(header.dict_id) if header.dict_id else None)
+    columns = column_sizes(doc.raw, header.codec, doc.version, zstd_dict=zdict)
+    compressed = table_sizes(columns)
+    info["compressed_bytes"] = {t: c for t, (_, c) in compressed.items()}
+    info["columns"] = [
+        {"table": c.table, "column": c.column, "bytes": c.raw_bytes, "compressed_bytes": c.compressed_bytes}
+        for c in columns
+    ]
     if args.json:
         print(json.dumps(info, indent=2))
         return EXIT_OK
@@ -115,10 +127,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if info["producer"]:
         print(f"  producer {info['producer']['name']} {info['producer']['version']}")
     print(f"  {len(doc)} nodes")
-    print(f"  {'table':<14} {'rows':>10} {'bytes':>12}")
+    print(f"  {'table':<14} {'rows':>10} {'bytes':>12} {'zstd-19':>10}")
     for name, nbytes in info["bytes"].items():
         rows = sizes.get(name, "")
-        print(f"  {name:<14} {rows!s:>10} {nbytes:>12}")
+        packed = compressed.get(name, (0, 0))[1]
+        print(f"  {name:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
+    what = "columns" if header.codec == "columnar" else "columns (MessagePack)"
+    print(f"  (zstd-19: each table's {what} compressed on its own{', with the dictionary' if zdict else ''})")
+    if args.columns:
+        print(f"  {'column':<58} {'bytes':>10} {'zstd-19':>10}")
+        for c in sorted(columns, key=lambda c: -c.compressed_bytes):
+            label = f"{c.table}.{c.column}" if c.column else c.table
+            print(f"  {label:<58} {c.raw_bytes:>10} {c.compressed_bytes:>10}")
     return EXIT_OK
 
 
@@ -211,9 +231,12 @@ def register(sub: Any) -> None:
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
     c.set_defaults(func=cmd_convert)
 
-    i = sub.add_parser("inspect", help="show a .tpk's header, version, codec, table sizes and bytes per table")
+    i = sub.add_parser(
+        "inspect", help="show a .tpk's header, version, codec, rows, bytes and compressed bytes per table and column"
+    )
     i.add_argument("file")
     i.add_argument("--json", action="store_true", help="machine-readable output")
+    i.add_argument("--columns", action="store_true", help="also list every column, largest compressed first")
     i.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     i.set_defaults(func=cmd_inspect)
 

@@ -1,0 +1,139 @@
+"""Size at every graph size (issue 10): tracepack against ``zstd -19`` of torch's own ``model.json``.
+
+The ladder is ``scripts/torch/export_corpus.py``'s ``size_*`` entries (about 10, 30, 60, 130, 450,
+1k and 10k nodes, each with static and dynamic shapes), exported once with torch 2.13 into
+``.bench/sizes``. The built-in dictionary (``torch-export-1``) was trained on other models
+(``scripts/torch/dictionary_models.py``): no model of the ladder is in its training set.
+
+Per model, in one run: ``zstd -19`` of ``model.json`` (the baseline), and every codec uncompressed,
+with ``zstd -19`` and with ``zstd -19`` + the built-in dictionary. Targets:
+
+* best codec + zstd <= 0.5x of zstd -19 of model.json at >= 100 nodes, <= 0.6x below;
+  the geometric mean over the ladder <= 0.5x;
+* FlatBuffers + zstd <= 1.0x at every size;
+* the best codec uncompressed <= 0.1x of model.json at >= 100 nodes;
+* writing and reading with the dictionary no more than 20% slower than without it (today's
+  default path), encode+compress and decompress+decode of the best codec, timed side by side.
+
+Also a byte-for-byte check: ``export_model_json`` of the decoded best file is the input.
+Skipped, with a note, when torch is not installed and the ladder has not been exported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+import zipfile
+from functools import partial
+from pathlib import Path
+
+import zstandard
+
+import tracepack
+from benchmarks.report import Figure, Report, best_time
+from tracepack import dictionaries
+
+SECTION = "sizes"
+ROOT = Path(__file__).resolve().parent.parent
+LADDER_DIR = ROOT / ".bench" / "sizes"
+#: The ladder, smallest first (``export_corpus.SIZES``), each static and dynamic.
+RUNGS = ("size_10", "size_30", "size_60", "size_130", "size_450", "size_1k", "size_10k")
+LADDER = tuple(n for rung in RUNGS for n in (rung, f"{rung}_dyn"))
+#: Codecs tracepack writes a torch document with; the best is the smallest of them.
+CODECS = ("columnar", "msgpack", "flatbuffers", "json")
+BEST_CANDIDATES = ("columnar", "msgpack")
+
+
+def _z19(data: bytes, zdict: zstandard.ZstdCompressionDict | None = None) -> int:
+    cctx = zstandard.ZstdCompressor(level=19, dict_data=zdict) if zdict else zstandard.ZstdCompressor(level=19)
+    return len(cctx.compress(data))
+
+
+def _model_json(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        (member,) = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
+        return archive.read(member)
+
+
+def ladder() -> list[Path]:
+    """The ladder's ``.pt2`` files, exported with torch first if missing (a few minutes, once)."""
+    missing = [n for n in LADDER if not (LADDER_DIR / f"{n}.pt2").exists()]
+    if missing and importlib.util.find_spec("torch") is not None:
+        print(f"(exporting {len(missing)} ladder models with torch into {LADDER_DIR}: a few minutes)", flush=True)
+        script = ROOT / "scripts" / "torch" / "export_corpus.py"
+        subprocess.run([sys.executable, "-W", "ignore", str(script), str(LADDER_DIR), *missing], check=False)
+    return [LADDER_DIR / f"{n}.pt2" for n in LADDER if (LADDER_DIR / f"{n}.pt2").exists()]
+
+
+def _target(nodes: int) -> float:
+    return 0.5 if nodes >= 100 else 0.6
+
+
+def run(report: Report) -> None:
+    from tracepack.torch.export.model_json import export_model_json, import_model_json
+
+    paths = ladder()
+    if not paths:
+        print("(the size ladder is not exported and torch is not installed: skipped; `make venv-torch`)")
+        return
+    zdict = dictionaries.get(dictionaries.DEFAULT)
+    ratios: list[float] = []
+    for path in paths:
+        data = _model_json(path)
+        doc = import_model_json(data)
+        name = f"{path.stem} ({len(doc)} nodes)"
+        z_json = _z19(data)
+        report.add(Figure(SECTION, f"{name}: zstd -19 of model.json", z_json, len(data), "B", higher_is_better=False))
+        raw = {c: tracepack.dumps(doc, codec=c, compression="none") for c in CODECS}
+        packed = {c: _z19(raw[c][48:], zdict) + 48 for c in CODECS}
+        plain = {c: _z19(raw[c][48:]) + 48 for c in CODECS}
+        for codec in CODECS:
+            report.add(
+                Figure(SECTION, f"{name}: {codec}+zstd-19+dict vs zstd-19 model.json", packed[codec], z_json, "B",
+                       higher_is_better=False, target=1.0 if codec == "flatbuffers" else None,
+                       note=f"without the dictionary {plain[codec] / z_json:.2f}x")
+            )  # fmt: skip
+        best = min(BEST_CANDIDATES, key=lambda c: packed[c])
+        ratios.append(packed[best] / z_json)
+        report.add(
+            Figure(SECTION, f"{name}: best codec+zstd-19 vs zstd-19 model.json", packed[best], z_json, "B",
+                   higher_is_better=False, target=_target(len(doc)), note=best)
+        )  # fmt: skip
+        smallest = min(BEST_CANDIDATES, key=lambda c: len(raw[c]))
+        report.add(
+            Figure(SECTION, f"{name}: best codec uncompressed vs model.json", len(raw[smallest]), len(data), "B",
+                   higher_is_better=False, target=0.1 if len(doc) >= 100 else None, note=smallest)
+        )  # fmt: skip
+        written = tracepack.dumps(doc, codec=best, compression="zstd", level=19, zstd_dict=zdict)
+        if export_model_json(tracepack.loads(written)) != data:
+            raise AssertionError(f"{name}: model.json does not come back byte for byte")
+        _speed(report, name, doc, best, zdict)
+    geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    report.add(
+        Figure(SECTION, f"geometric mean of best codec+zstd-19 over {len(ratios)} models", geo, 1.0, "x",
+               higher_is_better=False, target=0.5)
+    )  # fmt: skip
+
+
+def _speed(
+    report: Report, name: str, doc: tracepack.Document, codec: str, zdict: zstandard.ZstdCompressionDict
+) -> None:
+    """Encode+compress and decompress+decode with the built-in dictionary vs without (level 3, the API default)."""
+    small = len(doc) < 2000
+    repeat, min_time = (5, 0.2) if small else (3, 0.0)
+    with_dict = tracepack.dumps(doc, codec=codec, zstd_dict=zdict)
+    without = tracepack.dumps(doc, codec=codec)
+    t_enc = best_time(partial(tracepack.dumps, doc, codec=codec, zstd_dict=zdict), repeat=repeat, min_time=min_time)
+    t_enc0 = best_time(partial(tracepack.dumps, doc, codec=codec), repeat=repeat, min_time=min_time)
+    t_dec = best_time(partial(tracepack.loads, with_dict), repeat=repeat, min_time=min_time)
+    t_dec0 = best_time(partial(tracepack.loads, without), repeat=repeat, min_time=min_time)
+    report.add(
+        Figure(SECTION, f"{name}: encode with dictionary vs without", t_enc, t_enc0, "s", target=1 / 1.2,
+               note=f"{codec}, zstd level 3; ratio < 1 means slower")
+    )  # fmt: skip
+    report.add(
+        Figure(SECTION, f"{name}: decode with dictionary vs without", t_dec, t_dec0, "s", target=1 / 1.2,
+               note=f"{codec}; ratio < 1 means slower")
+    )  # fmt: skip

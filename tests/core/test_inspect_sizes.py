@@ -1,0 +1,67 @@
+"""``tracepack inspect`` shows bytes and compressed bytes per table and column (issue 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+import zstandard
+from hypothesis import given, settings
+
+import tracepack
+from tests.strategies import documents
+from tracepack import dictionaries
+from tracepack.cli import main
+from tracepack.container import HEADER_SIZE
+from tracepack.demo import sample_model_json
+from tracepack.sizes import column_sizes, table_sizes
+from tracepack.versions import CURRENT
+
+
+def _inspect(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    code = main(["inspect", str(path), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_columnar_file_lists_its_own_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, tpk = tmp_path / "model.json", tmp_path / "m.tpk"
+    src.write_bytes(sample_model_json())
+    assert main(["convert", str(src), str(tpk), "--codec", "columnar", "--level", "19"]) == 0
+    capsys.readouterr()
+    code, out = _inspect(tpk, capsys, "--json")
+    assert code == 0
+    info = json.loads(out)
+    # The reference: the payload itself, decompressed by zstd with the shipped dictionary, read by msgspec.
+    data = tpk.read_bytes()
+    plain = zstandard.ZstdDecompressor(dict_data=dictionaries.get()).decompress(data[HEADER_SIZE:])
+    stored = msgspec.msgpack.decode(plain)["columns"]
+    listed = {("$." + c["table"] + ("" if c["column"].startswith(("[", "#", "<")) else ".") + c["column"]): c
+              for c in info["columns"]}  # fmt: skip
+    assert set(listed) == set(stored)
+    for path, column in stored.items():
+        assert listed[path]["bytes"] == len(msgspec.msgpack.encode(column))
+        assert 0 <= listed[path]["compressed_bytes"] <= listed[path]["bytes"] + 16
+    strings = [c["compressed_bytes"] for path, c in listed.items() if path.startswith(("$.strings[", "$.strings#"))]
+    assert info["compressed_bytes"]["strings"] == sum(strings)
+    # Compressed columns add up to about the file's payload (each alone costs a little more).
+    total = sum(info["compressed_bytes"].values())
+    assert info["payload_bytes"] * 0.8 < total < info["payload_bytes"] * 3
+    code, out = _inspect(tpk, capsys, "--columns")
+    assert code == 0
+    assert "zstd-19" in out
+    assert "strings.[]" in out
+
+
+@settings(max_examples=10)
+@given(documents())
+def test_every_codec_accounts_for_every_table(doc: tracepack.Document) -> None:
+    for codec in ("msgpack", "json", "flatbuffers", "columnar"):
+        columns = column_sizes(doc.raw, codec, CURRENT)
+        tables = table_sizes(columns)
+        assert set(tables) <= set(doc.raw.__struct_fields__)
+        assert sum(raw for raw, _ in tables.values()) == sum(c.raw_bytes for c in columns)
+        assert all(c.compressed_bytes >= 0 for c in columns)
+        if codec != "columnar":  # every table, even empty ones
+            assert set(tables) == set(doc.raw.__struct_fields__)
