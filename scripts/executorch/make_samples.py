@@ -60,10 +60,10 @@ class Block(torch.nn.Module):
 
 
 class TinyLM(torch.nn.Module):
-    def __init__(self, vocab: int = 16, dim: int = 8) -> None:
+    def __init__(self, vocab: int = 16, dim: int = 8, blocks: int = 2) -> None:
         super().__init__()
         self.embed = torch.nn.Embedding(vocab, dim)
-        self.blocks = torch.nn.Sequential(Block(dim), Block(dim))
+        self.blocks = torch.nn.Sequential(*[Block(dim) for _ in range(blocks)])
         self.head = torch.nn.Linear(dim, vocab)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -86,11 +86,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--blocks", type=int, default=2, help="model depth (default 2; `make bench` makes a ~10k-node one with 1000)"
+    )
+    parser.add_argument("--no-mobile", action="store_true", help="skip the TorchScript mobile samples")
     args = parser.parse_args()
     out = Path(args.out).resolve()
     if args.inside:
         sys.path.insert(0, str(PROJECT))
-        make(out)
+        make(out, blocks=args.blocks, mobile=not args.no_mobile)
         return 0
     if PROJECT.exists() or PROJECT.is_symlink():
         raise SystemExit(f"{PROJECT} exists; this script links it to a temporary folder and needs it free")
@@ -104,12 +108,13 @@ def main() -> int:
         try:
             python = PROJECT / ".venv" / "bin" / "python"
             cmd = [str(python), str(Path(__file__).resolve()), "--out", str(out), "--inside"]
+            cmd += ["--blocks", str(args.blocks)] + (["--no-mobile"] if args.no_mobile else [])
             return subprocess.run(cmd, cwd=str(PROJECT), check=False).returncode
         finally:
             PROJECT.unlink()
 
 
-def make(out: Path) -> None:
+def make(out: Path, *, blocks: int = 2, mobile: bool = True) -> None:
     import executorch
     import tinylm  # type: ignore[import-not-found]  # /home/user/project/tinylm.py
     import torch
@@ -123,7 +128,7 @@ def make(out: Path) -> None:
     from executorch.exir import ExecutorchBackendConfig, to_edge
 
     torch.manual_seed(0)
-    model = tinylm.TinyLM().eval()
+    model = tinylm.TinyLM(blocks=blocks).eval()
     tokens = torch.tensor([[1, 2, 3, 4]])
     ep = torch.export.export(model, (tokens,))
     edge = to_edge(ep, generate_etrecord=True)  # the edge program is recorded before to_executorch runs
@@ -214,7 +219,7 @@ def make(out: Path) -> None:
                 frames = [[f.filename, f.lineno, f.name, f.context] for f in chain.stacktrace[ii].items]
             pte_instr.append({"chain": ci, "instruction": ii, "kind": kind, "op": op, "frames": frames})
 
-    mobile = _mobile(out, model)
+    mobile_answers = _mobile(out, model) if mobile else None
     manifest = {
         "made_by": "scripts/executorch/make_samples.py",
         "torch": torch.__version__,
@@ -226,7 +231,7 @@ def make(out: Path) -> None:
         "edge_debug_handles": edge_handles,
         "pte": {"method": plan.name, "instructions": pte_instr},
         "kernel_failure": log_lines,
-        "mobile": mobile,
+        "mobile": mobile_answers,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
     real = os.path.realpath(PROJECT).encode()

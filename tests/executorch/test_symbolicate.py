@@ -166,15 +166,21 @@ def test_annotate_a_chrome_trace_with_handles(tmp_path: Path, capsys: pytest.Cap
     assert events[2] == trace["traceEvents"][2]
 
 
-def test_mobile_stripped_error_gets_torchs_call_stack(capsys: pytest.CaptureFixture[str]) -> None:
-    """The stripped device's "debug_handles:{5} was not found" becomes the frames torch printed with its maps."""
-    stripped = DATA / "mobile_stripped_error.txt"
-    assert main(["symbolicate", str(MOBILE), str(stripped)]) == 0
-    out = capsys.readouterr().out
+def test_mobile_stripped_error_becomes_what_torch_prints_with_its_maps(capsys: pytest.CaptureFixture[str]) -> None:
+    """The stripped device's "debug_handles:{5}, was not found." becomes, byte for byte, what the lite
+    interpreter printed for the same failure when the file had its debug maps."""
+    stripped = DATA / manifest()["mobile"]["mobile_stripped.ptl"]["error_file"]
     full = (DATA / manifest()["mobile"]["mobile.ptl"]["error_file"]).read_text()
+    assert manifest()["mobile"]["mobile_stripped.ptl"]["handles"] == [5]
+    assert main(["symbolicate", str(MOBILE), str(stripped)]) == 0
+    assert capsys.readouterr().out == full + "\n"
+    # tracepack's own form keeps the line and explains the handle below it.
+    assert main(["symbolicate", str(MOBILE), str(stripped), "--style", "tracepack"]) == 0
+    out = capsys.readouterr().out
+    assert "debug_handles:{5}, was not found." in out
+    assert "Module hierarchy:TOP(TinyLM)::forward.embed(Embedding)::forward" in out
     frame = re.compile(r'File "([^"]+)", line (\d+)')
     assert frame.findall(out) == frame.findall(full)
-    assert manifest()["mobile"]["mobile_stripped.ptl"]["handles"] == [5]
 
 
 def test_recomputed_handles_for_a_plain_exported_program(capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,6 +69,10 @@ def open_artifact(path: str, *, methods: list[str] | None = None) -> list[Symbol
         wanted = methods or [m.name for m in program.methods]
         return [Symbolicator(pte.pte_document(program, m, source=path), source=f"{path}:{m}") for m in wanted]
     doc = read_document(data, source=path)
+    if data[:4] == b"PK\x03\x04" and doc.raw.debug_handles.handle:  # a lite-interpreter archive
+        render = importlib.import_module("tracepack.torch.torchscript.render")
+        table = render.LiteDebugTable.from_archive(data, source=path)
+        return [Symbolicator(doc, source=path, lite_table=table)]
     if doc.extension(METHOD_EXTENSION) is None and not doc.raw.debug_handles.handle and doc.raw.provenance is not None:
         doc = importlib.import_module(_ETRECORD).with_handles(
             doc, method=doc.raw.graph.name or "forward", recompute=True

@@ -33,6 +33,8 @@ __all__ = ["Reference", "find_references", "render_handle", "render_instruction"
 
 INSTRUCTION_RE = re.compile(r"failed at instruction (?:(\d+):)?(\d+)(?: in operator (\S+?):?(?=\s|$))?")
 MOBILE_RE = re.compile(r"debug_handles:\{(\d+(?:\s*,\s*\d+)*)\}")
+#: The whole sentence the lite interpreter prints for handles missing from the file's maps.
+MOBILE_NOT_FOUND = "Debug info for handle(s): debug_handles:{%s}, was not found."
 STYLES = ("torch", "tracepack")
 
 
@@ -143,7 +145,6 @@ def symbolicate_lines(
             yield line
             continue
         extra: list[str] = []
-        replaced = False
         for ref in refs:
             try:
                 answers = _resolve(ref, symbolicators, method)
@@ -164,18 +165,18 @@ def symbolicate_lines(
             if (
                 ref.kind == "handle"
                 and style == "torch"
-                and all(isinstance(a, HandleAnswer) and not a.nodes and a.runtime_hierarchy for a in answers)
+                and len(answers) == 1
+                and isinstance(answers[0], HandleAnswer)
+                and answers[0].runtime_text is not None
             ):
                 # What the lite interpreter prints with its debug maps present, in place of "not found".
-                replaced = True
-                for a in answers:
-                    extra.append(f"  Module hierarchy:{a.runtime_hierarchy}")
-                    extra.extend(_indent(a.stack_trace, "  "))
-                continue
+                sentence = MOBILE_NOT_FOUND % ref.handles[0]
+                if sentence in line:
+                    line = line.replace(sentence, answers[0].runtime_text)
+                    continue
             for a in answers:
                 extra.extend(
                     render_instruction(a, style) if isinstance(a, InstructionAnswer) else render_handle(a, style)
                 )
-        if not replaced:
-            yield line
+        yield from line.split("\n")
         yield from extra

@@ -84,6 +84,9 @@ class HandleAnswer:
     source_range: tuple[str, int, int] | None = None
     runtime_hierarchy: str | None = None
     """The hierarchy exactly as the torch runtime prints it (mobile ``top(M)::<unknown>...``), when known."""
+    runtime_text: str | None = None
+    """What the runtime prints for the handle with its debug maps present (mobile: ``Module hierarchy:...``
+    and the TorchScript traceback), when known."""
 
     @property
     def module_path(self) -> str:
@@ -125,9 +128,12 @@ class InstructionAnswer:
 class Symbolicator:
     """Answers for one document (one ExecuTorch method, or one TorchScript archive)."""
 
-    def __init__(self, doc: _Doc, *, source: str = "<document>") -> None:
+    def __init__(self, doc: _Doc, *, source: str = "<document>", lite_table: Any = None) -> None:
         self.doc = doc
         self.source = source
+        #: A TorchScript lite-interpreter program's debug table
+        #: (:class:`tracepack.torch.torchscript.render.LiteDebugTable`), to render as torch does.
+        self.lite_table = lite_table
         self._info: dict[str, Any] | None = None
         self._handle_cache: dict[int, HandleAnswer] = {}
 
@@ -181,10 +187,22 @@ class Symbolicator:
             row.module_hierarchy,
             nodes,
             row.source_range,
-            _runtime_hierarchy(self.doc, handle),
+            *self._runtime(handle),
         )
         self._handle_cache[handle] = answer
         return answer
+
+    def _runtime(self, handle: int) -> tuple[str | None, str | None]:
+        """The mobile runtime's own hierarchy and debug text for ``handle`` (renderer of tracepack.torch)."""
+        if self.lite_table is None or handle not in self.lite_table.handles:
+            return None, None
+        import importlib
+
+        render = importlib.import_module("tracepack.torch.torchscript.render")
+        return (
+            render.render_module_hierarchy(self.lite_table, handle),
+            render.render_debug_string(self.lite_table, handle),
+        )
 
     def instruction(self, chain: int, instruction: int) -> InstructionAnswer:
         """What instruction ``chain:instruction`` of this method ran; NotFoundError when unknown."""
@@ -212,24 +230,6 @@ class Symbolicator:
             "this document has no instruction map (it is not from an ExecuTorch ETRecord or .pte)",
             source=self.source,
         )
-
-
-def _runtime_hierarchy(doc: Any, handle: int) -> str | None:
-    """The mobile runtime's own rendering of a handle's hierarchy, where a renderer for it is installed."""
-    import importlib
-
-    try:
-        render = importlib.import_module("tracepack.torch.torchscript.render")
-    except ModuleNotFoundError:
-        return None
-    fn = getattr(render, "runtime_module_hierarchy", None)
-    if fn is None:
-        return None
-    try:
-        text = fn(doc, handle)
-    except (UsageError, LookupError, TypeError, ValueError):
-        return None
-    return text if isinstance(text, str) else None
 
 
 def pick(symbolicators: Sequence[Symbolicator], method: str | None) -> Symbolicator:
