@@ -10,7 +10,9 @@ encoding. Nodes are paired one of two ways:
     nodes are paired by what they are, not what they are called: the graph order of (op, module path,
     innermost source function and text) is aligned as ``difflib`` aligns lines, so a re-export that
     renumbers ``linear_3`` to ``linear_4`` shows as a rename, and an inserted node as one added node.
-    Tensor arguments are compared through the renames.
+    Where as many nodes stand in place of as many others, each pairs with the one in its place (a
+    changed op); otherwise nodes of the same op pair in order. Tensor arguments are compared through
+    the renames.
 
 For each pair, these fields are compared: ``op`` (the target), ``args`` (inputs and outputs, resolved),
 ``module`` (the module path, with each module's type), ``stack`` (the frames: file, line, function,
@@ -136,7 +138,8 @@ def _pairs_by_structure(a: Document, b: Document) -> Iterator[tuple[int | None, 
     sig_a = [_signature(n) for n in a.nodes()]
     sig_b = [_signature(n) for n in b.nodes()]
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, sig_a, sig_b, autojunk=False).get_opcodes():
-        if tag == "equal":
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            # the same nodes, or as many nodes in the same place: each one changed where it stands
             yield from zip(range(i1, i2), range(j1, j2), strict=True)
             continue
         # Inside a changed block, pair nodes of the same op in order; what is left is added or removed.

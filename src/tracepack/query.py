@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from tracepack.errors import UsageError
 from tracepack.traces import FrameKey, ModuleKey
 
-__all__ = ["NodeFilter", "NodeRow", "find_nodes", "module_path", "node_row", "parse_source"]
+__all__ = ["NodeFilter", "NodeRow", "find_nodes", "is_library_file", "module_path", "node_row", "parse_source"]
 
 
 class _Reader(Protocol):
@@ -122,6 +122,8 @@ class NodeRow:
     module_type: str
     #: the innermost frame: (file, line, function, source text); None when the node has no stack
     source: tuple[str, int, str, str] | None
+    #: the innermost frame outside installed libraries (site-packages, dist-packages): the user's line
+    user_source: tuple[str, int, str, str] | None
     stack_depth: int
 
     def as_json(self) -> dict[str, Any]:
@@ -132,9 +134,22 @@ class NodeRow:
             "target": self.target,
             "module": self.module,
             "module_type": self.module_type,
-            "source": None if src is None else {"file": src[0], "line": src[1], "function": src[2], "text": src[3]},
+            "source": _frame_json(src),
+            "user_source": _frame_json(self.user_source),
             "stack_depth": self.stack_depth,
         }
+
+
+def _frame_json(f: tuple[str, int, str, str] | None) -> dict[str, Any] | None:
+    return None if f is None else {"file": f[0], "line": f[1], "function": f[2], "text": f[3]}
+
+
+_LIBRARY_DIRS = ("/site-packages/", "/dist-packages/", "\\site-packages\\")
+
+
+def is_library_file(path: str) -> bool:
+    """Whether ``path`` is in an installed package (``site-packages``), not the user's own code."""
+    return any(d in path for d in _LIBRARY_DIRS)
 
 
 def _node_module_path(node: Any) -> str:
@@ -146,6 +161,7 @@ def node_row(node: Any) -> NodeRow:
     keys: list[ModuleKey] = node.modules
     frames = node.frames
     last = frames[-1] if frames else None
+    user = next((f for f in reversed(frames) if not is_library_file(f.file)), None)
     return NodeRow(
         index=node.index,
         name=node.name,
@@ -153,6 +169,7 @@ def node_row(node: Any) -> NodeRow:
         module=module_path(keys),
         module_type=next((k.type for k in reversed(keys) if k.path), keys[-1].type if keys else ""),
         source=None if last is None else (last.file, last.line, last.name, last.text),
+        user_source=None if user is None else (user.file, user.line, user.name, user.text),
         stack_depth=len(frames),
     )
 

@@ -26,6 +26,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "load_any", "main"]
 #: The command groups, in the order ``tracepack --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "tracepack.cli.core",
+    "tracepack.cli.query",
     "tracepack.cli.torch",
     "tracepack.cli.schema",
     "tracepack.cli.runtime",
@@ -36,6 +37,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 through our own handler."""
 
     def error(self, message: str) -> Any:
+        # The usage first (argparse's habit, and what a mistyped command needs), then the one-line error.
+        self.print_usage(sys.stderr)
         sub = self.prog.removeprefix("tracepack").strip()
         raise UsageError(message, where=sub or None)
 

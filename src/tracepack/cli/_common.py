@@ -1,22 +1,99 @@
-"""Helpers shared by the command modules: reading inputs, options, loading any format."""
+"""Helpers shared by the command modules: reading inputs, writing outputs, options, loading any format.
+
+Unix conventions, the same for every command: ``-`` as an input is standard input and as an output
+standard output; an existing output is never replaced unless ``-f``/``--force`` is given; results go
+to standard output (``--json`` for a machine-readable form), and what was written is said on standard
+error when the output itself is standard output; progress bars appear only on a terminal.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import zstandard
 
-from tracepack.errors import InputError, UsageError
+from tracepack.errors import UsageError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+STDIO = "-"
+T = TypeVar("T")
+
+
+def display(path: str) -> str:
+    """How errors name an input or output: ``<stdin>``/``<stdout>`` for ``-``."""
+    return "<stdin>" if path == STDIO else path
 
 
 def read(path: str) -> bytes:
+    """The bytes of ``path`` (``-``: all of standard input)."""
+    from tracepack.io.files import read_input
+
+    return read_input(path, dash_is_stdin=True)
+
+
+def add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--force", action="store_true", help="replace an output file that exists")
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON (machine-readable)")
+
+
+def check_output(path: str, *, force: bool) -> None:
+    """Refuse to replace an existing ``path`` without ``--force`` (before any work is done)."""
+    if path == STDIO:
+        return
+    from tracepack.io.files import check_destination
+
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+        check_destination(path, overwrite=force)
+    except UsageError as exc:
+        if exc.problem == "already exists":
+            raise UsageError("exists; pass -f/--force to replace it", source=path) from None
+        raise
+
+
+def write_output(path: str, data: bytes, *, force: bool) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file, rename), or to standard output for ``-``."""
+    if path == STDIO:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    from tracepack.container import atomic_write
+
+    check_output(path, force=force)
+    atomic_write(path, data, overwrite=force)  # no-clobber holds even if the file appears meanwhile
+
+
+def report(path: str, text: str, info: dict[str, Any], *, as_json: bool) -> None:
+    """Say what was written: a line (``text``) or ``info`` as JSON; on stderr when the output is stdout."""
+    stream = sys.stderr if path == STDIO else sys.stdout
+    print(json.dumps(info) if as_json else text, file=stream)
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def progress(items: Iterable[T], *, total: int | None = None, desc: str = "") -> Iterator[T]:
+    """``items``, with a progress bar on standard error when it is a terminal and ``tqdm`` is installed
+    (the ``progress`` extra); otherwise just ``items``. ``TRACEPACK_PROGRESS=0`` turns bars off."""
+    bar: Any = None
+    if sys.stderr.isatty() and os.environ.get("TRACEPACK_PROGRESS", "1") != "0":
+        try:
+            tqdm: Any = importlib.import_module("tqdm").tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(items, total=total, desc=desc, unit="file", leave=False, file=sys.stderr)
+    yield from items if bar is None else bar
 
 
 def zstd_dict(path: str | None) -> zstandard.ZstdCompressionDict | None:
@@ -43,7 +120,7 @@ def load_any(path: str, *, zstd_dict: zstandard.ZstdCompressionDict | None = Non
     """Read any file tracepack reads (a .tpk, a torch.export model.json or .pt2, TorchScript) as a Document."""
     from tracepack.formats import read_document
 
-    return read_document(read(path), source=path, zstd_dict=zstd_dict)
+    return read_document(read(path), source=display(path), zstd_dict=zstd_dict)
 
 
 def optional(module: str) -> Any:

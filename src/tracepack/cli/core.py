@@ -3,34 +3,76 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tracepack.cli._common import (
     EXIT_OK,
+    STDIO,
+    add_force,
+    add_json,
+    check_output,
+    display,
     load_any,
     optional,
     parse_version,
+    print_json,
+    progress,
     read,
+    report,
+    write_output,
     zstd_dict,
 )
-from tracepack.container import atomic_write
 from tracepack.errors import TracepackError, UsageError
 
 #: Codecs ``convert`` tries for a torch input when no ``--codec`` is given; the smallest file wins.
 TORCH_CODECS = ("columnar", "msgpack")
 
 
+def _convert_targets(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(input, output) pairs: ``SRC DST``, or ``SRC... DIR`` (each into DIR/<name>.tpk), as cp does."""
+    *sources, dst = args.paths
+    if not sources:
+        raise UsageError("expected SRC... DST", where="convert")
+    if len(sources) == 1 and not Path(dst).is_dir():
+        return [(sources[0], dst)]
+    if not Path(dst).is_dir():
+        raise UsageError(f"{len(sources)} inputs need a folder to write into", source=dst, expected="a folder")
+    if STDIO in sources:
+        raise UsageError("- (standard input) converts alone: tracepack convert - OUT.tpk", where="convert")
+    pairs = [(src, str(Path(dst) / (Path(src).name.split(".")[0] + ".tpk"))) for src in sources]
+    outs = [o for _, o in pairs]
+    if len(set(outs)) != len(outs):
+        dup = next(o for o in outs if outs.count(o) > 1)
+        raise UsageError(f"two inputs would both be written to {dup}", where="convert")
+    return pairs
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
+    pairs = _convert_targets(args)
+    for _, out in pairs:  # refuse before any work, not half-way through
+        check_output(out, force=args.force)
+    results = [_convert(src, dst, args) for src, dst in progress(pairs, total=len(pairs), desc="convert")]
+    if args.json:
+        value: Any = results[0] if len(results) == 1 else results
+        if pairs[0][1] == STDIO:
+            report(STDIO, "", value, as_json=True)
+        else:
+            print_json(value)
+    return EXIT_OK
+
+
+def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     import tracepack
     from tracepack import dictionaries
     from tracepack.container import MAGIC
+    from tracepack.formats import read_document
 
-    is_tpk = _head(args.src, len(MAGIC)) == MAGIC
+    raw = read(src)
+    is_tpk = raw[: len(MAGIC)] == MAGIC
     zdict = None if args.zstd_dict == "none" else zstd_dict(args.zstd_dict)
-    doc = load_any(args.src, zstd_dict=zdict if is_tpk else None)
+    doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
     torch_input = not is_tpk
     if torch_input and args.zstd_dict is None and args.compression == "zstd":
         zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
@@ -45,21 +87,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
             best = (data, codec)
     assert best is not None
     data, codec = best
-    atomic_write(args.dst, data)
+    write_output(dst, data, force=args.force)
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
-    print(f"wrote {args.dst}: {len(data)} bytes ({codec}, {args.compression}{used})")
-    return EXIT_OK
-
-
-def _head(path: str, n: int) -> bytes:
-    """The first ``n`` bytes of ``path`` (empty if unreadable: the full read reports why)."""
-    try:
-        with Path(path).open("rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
+    info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": len(raw), "nodes": len(doc)}
+    info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
+    if not args.json:
+        report(dst, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})", info, as_json=False)
+    return info
 
 
 def _breakdown(raw: Any, codec: str, version: tuple[int, int]) -> dict[str, int]:
@@ -80,16 +116,24 @@ def _breakdown(raw: Any, codec: str, version: tuple[int, int]) -> dict[str, int]
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    infos = [_inspect(path, args) for path in args.files]
+    if args.json:
+        print_json(infos[0] if len(infos) == 1 else infos)
+    return EXIT_OK
+
+
+def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     import tracepack
     from tracepack.container import read_header
 
-    data = read(args.file)
-    header = read_header(data, source=args.file)
-    doc = tracepack.loads(data, source=args.file, zstd_dict=zstd_dict(args.zstd_dict))
+    data = read(path)
+    name = display(path)
+    header = read_header(data, source=name)
+    doc = tracepack.loads(data, source=name, zstd_dict=zstd_dict(args.zstd_dict))
     sizes = doc.table_sizes()
     raw_version = header.schema_version
-    info = {
-        "file": args.file,
+    info: dict[str, Any] = {
+        "file": name,
         "file_bytes": len(data),
         "container_version": header.container_version,
         "schema_version": f"{raw_version[0]}.{raw_version[1]}",
@@ -118,9 +162,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for c in columns
     ]
     if args.json:
-        print(json.dumps(info, indent=2))
-        return EXIT_OK
-    print(f"{args.file}: tracepack container v{header.container_version}, schema {info['schema_version']}")
+        return info
+    print(f"{name}: tracepack container v{header.container_version}, schema {info['schema_version']}")
     print(f"  codec {header.codec}, compression {header.compression}", end="")
     print(f" (dictionary {header.dict_id})" if header.dict_id else "")
     print(f"  {len(data)} bytes on disk, payload {header.payload_length} stored / {header.raw_length} raw")
@@ -128,10 +171,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"  producer {info['producer']['name']} {info['producer']['version']}")
     print(f"  {len(doc)} nodes")
     print(f"  {'table':<14} {'rows':>10} {'bytes':>12} {'zstd-19':>10}")
-    for name, nbytes in info["bytes"].items():
-        rows = sizes.get(name, "")
-        packed = compressed.get(name, (0, 0))[1]
-        print(f"  {name:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
+    for table, nbytes in info["bytes"].items():
+        rows = sizes.get(table, "")
+        packed = compressed.get(table, (0, 0))[1]
+        print(f"  {table:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
     what = "columns" if header.codec == "columnar" else "columns (MessagePack)"
     print(f"  (zstd-19: each table's {what} compressed on its own{', with the dictionary' if zdict else ''})")
     if args.columns:
@@ -139,35 +182,53 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for c in sorted(columns, key=lambda c: -c.compressed_bytes):
             label = f"{c.table}.{c.column}" if c.column else c.table
             print(f"  {label:<58} {c.raw_bytes:>10} {c.compressed_bytes:>10}")
-    return EXIT_OK
+    return info
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
     path = args.file
-    key: str | int = int(args.node[1:]) if args.node.startswith("#") and args.node[1:].isdigit() else args.node
+    keys: list[str | int] = [int(k[1:]) if k.startswith("#") and k[1:].isdigit() else k for k in args.nodes]
+    found: list[dict[str, Any]] = []
     try:
-        if _is_plain_flatbuffers(path):
-            # Random access: map the file and render this one node, without decoding the rest.
+        if path != STDIO and _is_plain_flatbuffers(path):
+            # Random access: map the file and render these nodes, without decoding the rest.
             import tracepack
 
             with tracepack.open(path) as lazy_doc:
-                _print_node(lazy_doc.node(key))
+                found += [_node_json(lazy_doc.node(key)) for key in keys]
         else:
-            _print_node(load_any(path, zstd_dict=zstd_dict(args.zstd_dict)).node(key))
+            doc = load_any(path, zstd_dict=zstd_dict(args.zstd_dict))
+            found += [_node_json(doc.node(key)) for key in keys]
     except TracepackError as exc:
-        raise exc.with_source(path) from None
+        raise exc.with_source(display(path)) from None
+    if args.json:
+        print_json(found[0] if len(found) == 1 else found)
+    else:
+        for node in found:
+            _print_node(node)
     return EXIT_OK
 
 
-def _print_node(node: Any) -> None:
-    trace = node.stack_trace
-    module = node.module_stack
-    print(f"node {node.name} ({node.target})")
+def _node_json(node: Any) -> dict[str, Any]:
+    return {
+        "index": node.index,
+        "name": node.name,
+        "target": node.target,
+        "stack_trace": node.stack_trace,
+        "frames": [{"file": f.file, "line": f.line, "function": f.name, "text": f.text} for f in node.frames],
+        "nn_module_stack": node.module_stack,
+        "module_hierarchy": node.module_hierarchy or None,
+    }
+
+
+def _print_node(node: dict[str, Any]) -> None:
+    trace, module = node["stack_trace"], node["nn_module_stack"]
+    print(f"node {node['name']} ({node['target']})")
     print("stack trace:")
     print(trace if trace is not None else "  (none)")
     print("module hierarchy:")
     print(f"  nn_module_stack: {module if module is not None else '(none)'}")
-    print(f"  {node.module_hierarchy or '(none)'}")
+    print(f"  {node['module_hierarchy'] or '(none)'}")
 
 
 def _is_plain_flatbuffers(path: str) -> bool:
@@ -184,9 +245,9 @@ def _is_plain_flatbuffers(path: str) -> bool:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
-    from tracepack.container import atomic_write
     from tracepack.torch.export import model_json as export_json
 
+    check_output(args.out, force=args.force)
     doc = load_any(args.file, zstd_dict=zstd_dict(args.zstd_dict))
     if args.archive is not None:
         archives = optional("tracepack.torch.archives")
@@ -195,8 +256,9 @@ def cmd_expand(args: argparse.Namespace) -> int:
         data = archives.expand_archive(doc, args.archive, debug_format=args.debug_format)
     else:
         data = export_json.export_model_json(doc)
-    atomic_write(args.out, data)
-    print(f"wrote {args.out}: {len(data)} bytes")
+    write_output(args.out, data, force=args.force)
+    info = {"input": display(args.file), "output": args.out, "bytes": len(data)}
+    report(args.out, f"wrote {args.out}: {len(data)} bytes", info, as_json=args.json)
     return EXIT_OK
 
 
@@ -212,8 +274,13 @@ def register(sub: Any) -> None:
     from tracepack.container import COMPRESSIONS
 
     c = sub.add_parser("convert", help="convert a model.json, .pt2, .pt or .tpk into a .tpk")
-    c.add_argument("src", help="input: .tpk, torch.export model.json (or .pt2 / TorchScript .pt when supported)")
-    c.add_argument("dst", help="output .tpk (written atomically)")
+    c.add_argument(
+        "paths",
+        nargs="+",
+        metavar="SRC... DST",
+        help="inputs (.tpk, torch.export model.json or .pt2, TorchScript .pt; - for stdin) and the output .tpk "
+        "(- for stdout), or a folder for several inputs (each written as <name>.tpk); written atomically",
+    )
     c.add_argument(
         "--codec",
         choices=list(CODECS),
@@ -229,29 +296,34 @@ def register(sub: Any) -> None:
         "(default: torch inputs use the built-in torch-export-1, which readers need no file for)",
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
+    add_force(c)
+    add_json(c)
     c.set_defaults(func=cmd_convert)
 
     i = sub.add_parser(
         "inspect", help="show a .tpk's header, version, codec, rows, bytes and compressed bytes per table and column"
     )
-    i.add_argument("file")
-    i.add_argument("--json", action="store_true", help="machine-readable output")
+    i.add_argument("files", nargs="+", metavar="FILE", help=".tpk files; - for stdin")
+    add_json(i)
     i.add_argument("--columns", action="store_true", help="also list every column, largest compressed first")
     i.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     i.set_defaults(func=cmd_inspect)
 
     t = sub.add_parser("trace", help="print one node's stack trace and module hierarchy")
     t.add_argument("file", help="a .tpk (uncompressed FlatBuffers files are read lazily) or a model.json")
-    t.add_argument("node", help="node name, or #INDEX")
+    t.add_argument("nodes", nargs="+", metavar="NODE", help="node name, or #INDEX (several may be given)")
     t.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_json(t)
     t.set_defaults(func=cmd_trace)
 
     e = sub.add_parser("expand", help="write the legacy torch file back (model.json byte for byte)")
     e.add_argument("file", help="a .tpk converted from a torch artifact")
-    e.add_argument("out", help="output path (written atomically)")
+    e.add_argument("out", help="output path (written atomically; - for stdout)")
     e.add_argument("--archive", metavar="ORIGINAL", help="for TorchScript: the original .pt to rebuild around")
     e.add_argument("--debug-format", choices=["legacy", "table"], default=None, help="debug_pkl layout to write")
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_force(e)
+    add_json(e)
     e.set_defaults(func=cmd_expand)
 
     d = sub.add_parser("demo", help="convert the bundled torch.export sample and compare with the legacy form")

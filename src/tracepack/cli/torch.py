@@ -5,42 +5,46 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tracepack.cli._common import EXIT_OK, read
+from tracepack.cli._common import EXIT_OK, add_force, add_json, check_output, display, read, report, write_output
+
+
+def _run(args: argparse.Namespace, transform: Any) -> int:
+    check_output(args.dst, force=args.force)
+    data = read(args.src)
+    out: bytes = transform(data)
+    write_output(args.dst, out, force=args.force)
+    info = {"input": display(args.src), "output": args.dst, "bytes": len(out), "input_bytes": len(data)}
+    report(args.dst, f"wrote {args.dst}: {len(out)} bytes (was {len(data)})", info, as_json=args.json)
+    return EXIT_OK
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
     """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...]``."""
-    from tracepack.container import atomic_write
     from tracepack.torch.pt2 import pack_pt2
 
-    data = read(args.src)
-    out = pack_pt2(data, source=args.src, keep=args.keep or ())
-    atomic_write(args.dst, out)
-    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
-    return EXIT_OK
+    return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or ()))
 
 
 def cmd_unpack(args: argparse.Namespace) -> int:
     """``tracepack unpack IN.pt2 OUT.pt2``."""
-    from tracepack.container import atomic_write
     from tracepack.torch.pt2 import unpack_pt2
 
-    data = read(args.src)
-    out = unpack_pt2(data, source=args.src)
-    atomic_write(args.dst, out)
-    print(f"wrote {args.dst}: {len(out)} bytes (was {len(data)})")
-    return EXIT_OK
+    return _run(args, lambda data: unpack_pt2(data, source=display(args.src)))
 
 
 def register(sub: Any) -> None:
     """Add this module's commands to the ``tracepack`` parser."""
     k = sub.add_parser("pack", help="move a .pt2's per-node debug strings into a tracepack member of the archive")
-    k.add_argument("src", help="a torch.export .pt2")
-    k.add_argument("dst", help="output .pt2 (written atomically); torch.export.load still reads it")
+    k.add_argument("src", help="a torch.export .pt2 (- for stdin)")
+    k.add_argument("dst", help="output .pt2 (written atomically; - for stdout); torch.export.load still reads it")
     k.add_argument("--keep", metavar="KEY", action="append", help="a node metadata key to leave in model.json")
+    add_force(k)
+    add_json(k)
     k.set_defaults(func=cmd_pack)
 
     u = sub.add_parser("unpack", help="put a packed .pt2's debug strings back: model.json byte for byte")
-    u.add_argument("src", help="a .pt2 written by `tracepack pack`")
-    u.add_argument("dst", help="output .pt2 (written atomically)")
+    u.add_argument("src", help="a .pt2 written by `tracepack pack` (- for stdin)")
+    u.add_argument("dst", help="output .pt2 (written atomically; - for stdout)")
+    add_force(u)
+    add_json(u)
     u.set_defaults(func=cmd_unpack)

@@ -1,0 +1,192 @@
+"""Finding and reading: ``nodes``, ``diff``, ``cat``, ``export``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracepack.cli._common import (
+    EXIT_OK,
+    STDIO,
+    add_force,
+    add_json,
+    display,
+    load_any,
+    print_json,
+    progress,
+    read,
+    write_output,
+    zstd_dict,
+)
+from tracepack.errors import TracepackError, UsageError
+
+EXIT_DIFFERENT = 1  # `diff --exit-code`, as git diff and diff(1) have it
+
+
+def _where(f: tuple[str, int, str, str] | None) -> str:
+    return "-" if f is None else f"{f[0]}:{f[1]}"
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    """``tracepack nodes FILE... [--op OP] [--module PATH] [--source FILE[:LINE]] [--match RE] [--json]``."""
+    from tracepack.query import NodeFilter, find_nodes
+
+    where = NodeFilter(op=args.op, module=args.module, source=args.source, match=args.match)
+    zdict = zstd_dict(args.zstd_dict)
+    rows: list[dict[str, Any]] = []
+    many = len(args.files) > 1
+    for path in progress(args.files, total=len(args.files), desc="nodes"):
+        try:
+            found = list(find_nodes(load_any(path, zstd_dict=zdict), where))
+        except TracepackError as exc:
+            raise exc.with_source(display(path)) from None
+        if args.json:
+            rows += [{"file": display(path), **r.as_json()} for r in found]
+            continue
+        for r in found:
+            prefix = f"{display(path)}: " if many else ""
+            print(f"{prefix}{r.name}\t{r.target}\t{r.module or '(root)'}\t{_where(r.user_source or r.source)}")
+    if args.json:
+        print_json(rows)
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``tracepack diff A B [--by name|structure] [--json] [--exit-code]``."""
+    from tracepack.diff import diff_documents, format_diff
+
+    if args.a == STDIO and args.b == STDIO:
+        raise UsageError("only one of A and B can be standard input", where="diff")
+    zdict = zstd_dict(args.zstd_dict)
+    d = diff_documents(load_any(args.a, zstd_dict=zdict), load_any(args.b, zstd_dict=zdict), by=args.by)
+    if args.json:
+        print_json({"a": display(args.a), "b": display(args.b), **d.as_json()})
+    else:
+        print("\n".join(format_diff(d, display(args.a), display(args.b))))
+    return EXIT_DIFFERENT if args.exit_code and not d.same else EXIT_OK
+
+
+def cmd_cat(args: argparse.Namespace) -> int:
+    """``tracepack cat FILE... [--raw] [-o OUT]``: plain JSON (strings resolved), or the bare payload."""
+    if args.raw:
+        return _cat_raw(args)
+    from tracepack.plain import to_plain
+
+    zdict = zstd_dict(args.zstd_dict)
+    docs = []
+    for path in args.files:
+        try:
+            docs.append(to_plain(load_any(path, zstd_dict=zdict)))
+        except TracepackError as exc:
+            raise exc.with_source(display(path)) from None
+    value: Any = docs[0] if len(docs) == 1 else docs
+    text = json.dumps(value, ensure_ascii=False, indent=None if args.compact else 2) + "\n"
+    write_output(args.output, text.encode(), force=args.force)
+    return EXIT_OK
+
+
+def _cat_raw(args: argparse.Namespace) -> int:
+    from tracepack.container import unpack
+
+    if len(args.files) != 1:
+        raise UsageError("--raw takes one file", where="cat")
+    path = args.files[0]
+    data = read(path)
+    _, payload = unpack(data, source=display(path), zstd_dict=zstd_dict(args.zstd_dict))
+    if args.output == STDIO and sys.stdout.isatty() and not bytes(payload[:1]) == b"{":
+        raise UsageError("the payload is binary: not writing it to a terminal (redirect it, or use -o FILE)")
+    write_output(args.output, bytes(payload), force=args.force)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``tracepack export --format parquet FILE... -o DIR``: nodes, frames, modules and traces as tables."""
+    from tracepack.tables import TABLES, collect, write_parquet
+
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UsageError("exists and is not a folder", source=args.output, where="-o")
+    targets = [out / f"{name}.parquet" for name in TABLES]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not args.force:
+        raise UsageError(f"{existing[0]} exists; pass -f/--force to replace the tables", where="export")
+    zdict = zstd_dict(args.zstd_dict)
+    tables = collect(
+        (
+            (display(path), load_any(path, zstd_dict=zdict))
+            for path in progress(args.files, total=len(args.files), desc="export")
+        ),
+    )
+    sizes = write_parquet(tables, out)
+    info = {"folder": str(out), "models": len(args.files), "tables": {k: {"rows": n} for k, n in sizes.items()}}
+    if args.json:
+        print_json(info)
+    else:
+        rows = ", ".join(f"{name} {n}" for name, n in sizes.items())
+        print(f"wrote {out}: {len(args.files)} model(s); rows: {rows}")
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add this module's commands to the ``tracepack`` parser."""
+    n = sub.add_parser(
+        "nodes",
+        help="list or find nodes by op, module path, source line or name",
+        description="List the nodes of one or more files (any format tracepack reads), or those that match every "
+        "filter given. Each line: name, op, module path, and the innermost source line outside installed packages.",
+    )
+    n.add_argument("files", nargs="+", metavar="FILE", help="a .tpk, model.json, .pt2 or TorchScript file; - for stdin")
+    n.add_argument("--op", help="the node's op, as dotted words: linear, aten.linear, torch.ops.aten.linear.default")
+    n.add_argument("--module", metavar="PATH", help="a module path (blocks.0.attn): nodes in it or its submodules")
+    n.add_argument("--source", metavar="FILE[:LINE]", help="nodes with a frame at this file (and line) in their stack")
+    n.add_argument("--match", metavar="RE", help="a regular expression searched for in the node's name")
+    n.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the files were compressed with")
+    add_json(n)
+    n.set_defaults(func=cmd_nodes)
+
+    d = sub.add_parser(
+        "diff",
+        help="compare two graphs: nodes added, removed, changed (op, args, module, stack)",
+        description="Compare the graphs of A and B (any formats, codecs and versions): nodes added, removed and "
+        "changed (op, args, module path, stack), paired by name or, with --by structure, by position and kind.",
+    )
+    d.add_argument("a", metavar="A")
+    d.add_argument("b", metavar="B")
+    d.add_argument("--by", choices=["name", "structure"], default="name", help="how nodes are paired (default name)")
+    d.add_argument("--exit-code", action="store_true", help="exit with 1 when the graphs differ (as git diff does)")
+    d.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the files were compressed with")
+    add_json(d)
+    d.set_defaults(func=cmd_diff)
+
+    c = sub.add_parser(
+        "cat",
+        help="print a document as plain JSON with its strings resolved (--raw: the bare payload)",
+        description="Print the document as plain JSON, as jq expects it: the json codec's shape with every string "
+        "reference replaced by its text. --raw writes the container's payload instead, decompressed, byte for "
+        "byte, for flatc --json, msgpack tools and the like. See docs/cli.md.",
+    )
+    c.add_argument("files", nargs="+", metavar="FILE", help="any format tracepack reads; - for stdin")
+    c.add_argument("--raw", action="store_true", help="the bare payload of a .tpk, decompressed")
+    c.add_argument("-o", "--output", default=STDIO, metavar="OUT", help="write here instead of standard output")
+    c.add_argument("--compact", action="store_true", help="JSON on one line")
+    c.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_force(c)
+    c.set_defaults(func=cmd_cat)
+
+    e = sub.add_parser(
+        "export",
+        help="write nodes, frames, modules and traces of many models as Parquet tables (DuckDB, pandas, Polars)",
+        description="Write the nodes, frames, modules and traces of every FILE into DIR as Parquet tables, one "
+        "row per item, with the model's file name in each row, for DuckDB, pandas or Polars. Needs the "
+        "parquet extra: pip install 'tracepack[parquet]'. See docs/tables.md.",
+    )
+    e.add_argument("files", nargs="+", metavar="FILE", help="any format tracepack reads")
+    e.add_argument("--format", choices=["parquet"], default="parquet", help="table format (default parquet)")
+    e.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the tables (made if missing)")
+    e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the files were compressed with")
+    add_force(e)
+    add_json(e)
+    e.set_defaults(func=cmd_export)
