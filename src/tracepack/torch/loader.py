@@ -51,7 +51,10 @@ _MODEL = re.compile(r"models/([^/]+)\.json")
 
 
 def _torch() -> Any:
-    return importlib.import_module("torch")
+    # Without torch: "tracepack.torch needs torch: pip install 'tracepack[torch]'", not a bare ModuleNotFoundError.
+    from tracepack.torch import _torch as needs_torch
+
+    return needs_torch()
 
 
 # -- the archive ---------------------------------------------------------------------------------------
@@ -548,6 +551,7 @@ def load_pt2(
     trust_pickles: bool = False,
 ) -> Any:
     """See :func:`tracepack.torch.load`."""
+    _torch()  # first: without torch, say which extra installs it
     serde = importlib.import_module("torch._export.serde.serialize")
     c = importlib.import_module("torch.export.pt2_archive.constants")
     source = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<stream>")
