@@ -12,7 +12,7 @@ import tracepack
 from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 from tests.torch.test_export_roundtrip import model_json
 from tracepack.cli import main
-from tracepack.torch.pt2 import MEMBER_DIR
+from tracepack.torch.pt2 import DEBUG_KEYS, MEMBER_DIR
 
 torch = pytest.importorskip("torch")
 import tracepack.torch  # noqa: E402 - needs torch
@@ -48,12 +48,18 @@ def test_pack_unpack_byte_identical_and_loadable(name: str, tmp_path: Path, caps
     with zipfile.ZipFile(packed) as archive:
         assert any(f"/{MEMBER_DIR}" in n for n in archive.namelist())
     stripped = json.loads(model_json(packed))
-    assert all(n["metadata"] == {} for n in stripped["graph_module"]["graph"]["nodes"])
+    debug = set(DEBUG_KEYS)
+    want = [
+        {k: v for k, v in n["metadata"].items() if k not in debug}
+        for n in json.loads(original)["graph_module"]["graph"]["nodes"]
+    ]
+    assert [n["metadata"] for n in stripped["graph_module"]["graph"]["nodes"]] == want
     assert len(model_json(packed)) < len(original)
 
     plain = torch.export.load(packed)  # torch still reads it, without the debug strings
     assert all(m[2] is None for m in node_meta(plain))
     reference = torch.export.load(src)
+    assert [m[3] for m in node_meta(plain)] == [m[3] for m in node_meta(reference)]  # nn_module_stack kept
     assert str(plain.graph) == str(reference.graph)
     restored = tracepack.torch.load(packed)
     assert node_meta(restored) == node_meta(reference)
@@ -68,7 +74,7 @@ def test_packed_member_is_a_tracepack_document(tmp_path: Path, capsys: pytest.Ca
         doc = tracepack.loads(archive.read(member))
     raw = json.loads(model_json(CORPUS / "transformer.pt2"))["graph_module"]["graph"]["nodes"]
     assert [n.name for n in doc.nodes()] == [n["name"] for n in raw]
-    assert [n.meta for n in doc.nodes()] == [n["metadata"] for n in raw]
+    assert [n.meta for n in doc.nodes()] == [{k: v for k, v in n["metadata"].items() if k in DEBUG_KEYS} for n in raw]
     # `convert` of a packed archive gives the full program back.
     tpk, out = tmp_path / "p.tpk", tmp_path / "model.json"
     assert main(["convert", str(packed), str(tpk)]) == 0
@@ -78,7 +84,7 @@ def test_packed_member_is_a_tracepack_document(tmp_path: Path, capsys: pytest.Ca
 
 def test_pack_keep_leaves_keys_in_model_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src, packed, unpacked = CORPUS / "transformer_strict.pt2", tmp_path / "k.pt2", tmp_path / "u.pt2"
-    assert main(["pack", str(src), str(packed), "--keep", "custom", "--keep", "torch_fn"]) == 0
+    assert main(["pack", str(src), str(packed), "--strip-all", "--keep", "custom", "--keep", "torch_fn"]) == 0
     assert main(["unpack", str(packed), str(unpacked)]) == 0
     nodes = json.loads(model_json(packed))["graph_module"]["graph"]["nodes"]
     assert {k for n in nodes for k in n["metadata"]} == {"custom", "torch_fn"}
@@ -92,3 +98,38 @@ def test_big_model_pack_unpack(big_pt2: Path, tmp_path: Path, capsys: pytest.Cap
     assert model_json(unpacked) == model_json(big_pt2)
     assert packed.stat().st_size < big_pt2.stat().st_size
     torch.export.load(packed)
+
+
+@pytest.mark.parametrize("name", PT2)
+def test_packed_with_defaults_unflattens_in_plain_torch(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    packed, _ = pack_unpack(CORPUS / name, tmp_path, capsys)
+    reference = torch.export.unflatten(torch.export.load(CORPUS / name))
+    ours = torch.export.unflatten(torch.export.load(packed))
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
+
+
+def test_strip_all_moves_every_string_and_says_what_torch_loses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, packed, unpacked = CORPUS / "transformer.pt2", tmp_path / "s.pt2", tmp_path / "u.pt2"
+    assert main(["pack", str(src), str(packed), "--strip-all"]) == 0
+    assert main(["unpack", str(packed), str(unpacked)]) == 0
+    capsys.readouterr()
+    nodes = json.loads(model_json(packed))["graph_module"]["graph"]["nodes"]
+    assert all(n["metadata"] == {} for n in nodes)
+    assert model_json(unpacked) == model_json(src)
+    plain = torch.export.load(packed)
+    assert not any(m[3] for m in node_meta(plain))  # no nn_module_stack for plain torch
+    assert node_meta(tracepack.torch.load(packed)) == node_meta(torch.export.load(src))
+
+
+def test_packed_model_json_is_stored_deflated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed, _ = pack_unpack(CORPUS / "transformer.pt2", tmp_path, capsys)
+    with zipfile.ZipFile(packed) as z, zipfile.ZipFile(CORPUS / "transformer.pt2") as orig:
+        (info,) = [i for i in z.infolist() if i.filename.endswith("models/model.json")]
+        (before,) = [i for i in orig.infolist() if i.filename.endswith("models/model.json")]
+        assert info.compress_type == zipfile.ZIP_DEFLATED
+        assert info.compress_size <= 0.3 * before.file_size
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist() if "/data/" in i.filename)

@@ -19,10 +19,12 @@ def _run(args: argparse.Namespace, transform: Any) -> int:
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
-    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...]``."""
+    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...] [--strip-all]``."""
     from tracepack.torch.pt2 import pack_pt2
 
-    return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or ()))
+    return _run(
+        args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or (), strip=args.strip_all)
+    )
 
 
 def cmd_unpack(args: argparse.Namespace) -> int:
@@ -38,6 +40,12 @@ def register(sub: Any) -> None:
     k.add_argument("src", help="a torch.export .pt2 (- for stdin)")
     k.add_argument("dst", help="output .pt2 (written atomically; - for stdout); torch.export.load still reads it")
     k.add_argument("--keep", metavar="KEY", action="append", help="a node metadata key to leave in model.json")
+    k.add_argument(
+        "--strip-all",
+        action="store_true",
+        help="move every metadata string, not only stack_trace and from_node: smaller, but plain "
+        "torch.export.load then has no nn_module_stack (unflatten fails) nor source_fn_stack",
+    )
     add_force(k)
     add_json(k)
     k.set_defaults(func=cmd_pack)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from tracepack.errors import LegacyFormatError
@@ -94,8 +94,12 @@ def open_archive(data: bytes | bytearray | memoryview, *, source: str) -> Archiv
     return Archive(data, source=source)
 
 
-def write_archive(members: Iterable[tuple[Member | str, bytes]]) -> bytes:
-    """Write members, in order, as torch does: stored, 64-byte aligned data, ``FB`` padding."""
+def write_archive(members: Iterable[tuple[Member | str, bytes]], *, deflate: Collection[str] = ()) -> bytes:
+    """Write members, in order, as torch does: stored, 64-byte aligned data, ``FB`` padding.
+
+    Members named in ``deflate`` are compressed instead (torch's reader inflates them; they
+    cannot be memory-mapped, so only small text members such as ``model.json`` qualify).
+    """
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as zout:
         for member, data in members:
@@ -110,5 +114,7 @@ def write_archive(members: Iterable[tuple[Member | str, bytes]]) -> bytes:
             zip64 = 20 if len(data) >= 0xFFFFFFFF else 0
             pad = (-(out.tell() + _LOCAL_HEADER + len(name) + zip64 + 4)) % ALIGN
             info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+            if info.filename in deflate:
+                info.compress_type = zipfile.ZIP_DEFLATED
             zout.writestr(info, data)
     return out.getvalue()

@@ -3,16 +3,19 @@
 ``torch.export.save`` writes every node's ``stack_trace``, ``nn_module_stack``,
 ``source_fn_stack``, ``torch_fn``, ``custom`` and ``from_node`` strings into
 ``<top>/models/<name>.json``, one full copy per node. :func:`pack_pt2` moves
-the node metadata (of every graph, nested ``torch.cond``/``map`` graphs too)
-into ``<top>/tracepack/<name>.tpk``, a tracepack document where traces and
-module stacks are interned, and leaves the program with ``"metadata": {}``
-(or only the keys asked to stay). The rest of the archive is kept member for
-member, 64-byte aligned as torch writes it:
+the debug-only ones (:data:`DEBUG_KEYS`: ``stack_trace``, ``from_node``) of every
+graph, nested ``torch.cond``/``map`` graphs too, into ``<top>/tracepack/<name>.tpk``,
+a tracepack document where traces are interned, and keeps in the program what
+torch reads after loading (``nn_module_stack``, ``source_fn_stack``, ``torch_fn``,
+``custom``); ``strip=True`` (``--strip-all``) moves every metadata string. The
+program member is stored deflated (torch's reader inflates it); the rest of the
+archive is kept member for member, 64-byte aligned as torch writes it:
 
 * ``torch.export.load`` still loads the packed archive: torch only reads
   ``models/``, ``data/`` and ``extra/`` (whose members must be UTF-8 text, so
-  the binary member sits in its own folder); the program just has no debug
-  metadata;
+  the binary member sits in its own folder); with the defaults the program has
+  everything but the stack traces and provenance, so ``torch.export.unflatten``
+  works on it;
 * :func:`unpack_pt2` merges the metadata back and writes the original
   ``model.json`` byte for byte (``pack`` checks this before writing anything);
 * :func:`tracepack.torch.load` loads a packed archive with its metadata back.
@@ -33,9 +36,11 @@ from tracepack.errors import LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, Member, open_archive, write_archive
 
 __all__ = [
+    "DEBUG_KEYS",
     "LAYOUT_EXTENSION",
     "MEMBER_DIR",
     "is_packed",
+    "merge_into",
     "pack_pt2",
     "read_program",
     "replace_program",
@@ -130,8 +135,25 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value).encode("ascii")
 
 
-def pack_program(model_json: bytes, *, source: str, keep: Sequence[str] = ()) -> tuple[bytes, bytes]:
-    """Split a model.json into the program without node metadata and a ``.tpk`` holding it.
+#: Node metadata that only debugging reads: moved into the tracepack member by default. Everything
+#: else stays in model.json, because torch reads it after ``torch.export.load``: ``nn_module_stack``
+#: (``torch.export.unflatten``, module hierarchy), ``source_fn_stack`` (pt2e quantizers match
+#: partitions by it), ``torch_fn``, ``custom`` (user annotations).
+DEBUG_KEYS = ("stack_trace", "from_node")
+
+
+def _moves(key: str, value: Any, keep: set[str], strip: bool) -> bool:
+    return type(value) is str and key not in keep and (strip or key in DEBUG_KEYS)
+
+
+def pack_program(
+    model_json: bytes, *, source: str, keep: Sequence[str] = (), strip: bool = False
+) -> tuple[bytes, bytes]:
+    """Split a model.json into the program and a ``.tpk`` holding its nodes' debug metadata.
+
+    By default only :data:`DEBUG_KEYS` move; ``strip=True`` moves every string metadata
+    value (plain torch then loads a program without module stacks: see docs/torch-load.md).
+    Keys in ``keep`` never move.
 
     Raises :class:`~tracepack.errors.LegacyFormatError` if the file is not in torch's own
     JSON encoding (then the split could not give it back byte for byte).
@@ -158,7 +180,7 @@ def pack_program(model_json: bytes, *, source: str, keep: Sequence[str] = ()) ->
         meta = node.get("metadata")
         moved: dict[str, str] = {}
         if type(meta) is dict:
-            moved = {k: v for k, v in meta.items() if type(v) is str and k not in kept_keys}
+            moved = {k: v for k, v in meta.items() if _moves(k, v, kept_keys, strip)}
             rest = {k: v for k, v in meta.items() if k not in moved}
             if moved and rest and list({**moved, **rest}) != list(meta):
                 orders[str(index)] = list(meta)
@@ -218,8 +240,11 @@ def merge_into(program: Any, doc: Document, *, source: str) -> Any:
 # -- archives ----------------------------------------------------------------------------------
 
 
-def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = ()) -> bytes:
-    """A packed copy of the ``.pt2`` archive ``data`` (see the module docstring)."""
+def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = (), strip: bool = False) -> bytes:
+    """A packed copy of the ``.pt2`` archive ``data`` (see the module docstring).
+
+    The program members (``models/*.json``) are stored deflated: torch's reader inflates them.
+    """
     with open_archive(data, source=source) as archive:
         programs = _check_pt2(archive)
         if is_packed(archive):
@@ -228,7 +253,7 @@ def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = ()) -> bytes:
         extra: dict[str, tuple[str, bytes]] = {}
         for member, model in programs:
             stripped, tpk = pack_program(
-                archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{source}:{member}", keep=keep
+                archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{source}:{member}", keep=keep, strip=strip
             )
             replace[member] = stripped
             extra[member] = (_tpk_name(archive, model), tpk)
@@ -237,7 +262,7 @@ def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = ()) -> bytes:
             out.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
             if m.name in extra:
                 out.append(extra[m.name])
-        return write_archive(out)
+        return write_archive(out, deflate=set(replace))
 
 
 def _merged_programs(archive: Archive) -> dict[str, bytes]:
