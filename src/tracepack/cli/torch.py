@@ -22,9 +22,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...] [--strip-all]``."""
     from tracepack.torch.pt2 import pack_pt2
 
-    return _run(
-        args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or (), strip=args.strip_all)
-    )
+    return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or (), strip=args.strip_all))
 
 
 def cmd_unpack(args: argparse.Namespace) -> int:
