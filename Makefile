@@ -10,7 +10,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check clean
+.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 
 bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
 	$(BIN)/python -m benchmarks.run
+
+FUZZ_CASES ?= 2000
+FUZZ_SEED ?= 1
+fuzz: $(STAMP) ## Long hostile-input run: FUZZ_CASES mutants per surface (bad inputs saved to $$TMPDIR)
+	$(BIN)/python -m tests.hostile.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --save "$${TMPDIR:-/tmp}/tracepack-fuzz-findings"
 
 samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (paths neutralised)
 	$(BIN)/python scripts/torch/export_sample.py

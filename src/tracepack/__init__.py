@@ -98,8 +98,11 @@ def loads(
     version = reader_version(header.schema_version, source=source)
     newer = version != header.schema_version
     _, codec = codec_by_name(header.codec)
+    from tracepack.io.guard import reading
+
     try:
-        raw = codec.decode(payload, version, source=source)
+        with reading(source, DecodeError, "payload"):  # MessagePack/JSON nested thousands deep
+            raw = codec.decode(payload, version, source=source)
     except DecodeError as exc:
         raise (_from_newer(exc, header.schema_version, version) if newer else exc) from None
     declared = (raw.header.version.major, raw.header.version.minor)

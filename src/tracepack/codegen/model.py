@@ -445,9 +445,12 @@ def _check_tables(schema: Schema, p: _Problems) -> None:
 
 def load_schema_text(text: str, *, source: str) -> Schema:
     """Parse and resolve a schema given as text."""
-    raw = parse_schema_text(text, source=source)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return build_model(raw, source=source, text=text, sha256=digest)
+    from tracepack.io.guard import reading
+
+    with reading(source, SchemaError):  # deep TOML, giant integers: the file's fault, said so
+        raw = parse_schema_text(text, source=source)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return build_model(raw, source=source, text=text, sha256=digest)
 
 
 def load_schema(path: str | Path, *, display: str | None = None) -> Schema:
@@ -462,5 +465,8 @@ def load_schema(path: str | Path, *, display: str | None = None) -> Schema:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SchemaError(f"not UTF-8 at byte {exc.start}", source=name) from None
-    raw = parse_schema_text(text, source=name)
-    return build_model(raw, source=name, text=text, sha256=hashlib.sha256(data).hexdigest())
+    from tracepack.io.guard import reading
+
+    with reading(name, SchemaError):  # deep TOML, giant integers: the file's fault, said so
+        raw = parse_schema_text(text, source=name)
+        return build_model(raw, source=name, text=text, sha256=hashlib.sha256(data).hexdigest())

@@ -29,11 +29,13 @@ max_pickle_objects        10,000,000     objects a data-only pickle builds, ever
                                          walking the result would visit)
 max_rendered              256 MiB        characters of text rendered from shared table rows: one
                                          ``trace``/``expand`` answer, one expanded provenance string
-max_depth                 200            nesting of JSON, MessagePack, TOML and pickle containers
-max_int_digits            40             decimal digits of an integer in JSON/TOML text (64-bit values
-                                         have at most 20; beyond the cap the parser never runs ``int``)
 max_input                 16 GiB         bytes of one input file read into memory
 ========================  =============  ==============================================================
+
+Nesting and integer size have no knob here: JSON, MessagePack and TOML nesting is bounded by the
+interpreter's recursion limit and integers in text by Python's 4,300-digit limit, both turned into
+InputErrors by :mod:`tracepack.io.guard`; the data-only pickle reader has its own
+``PickleLimits.max_depth`` and ``max_int_bytes``; every schema field holds at most 64 bits.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT", "Limits", "current", "raised", "ratio_exceeded"]
+__all__ = ["DEFAULT", "Limits", "current", "hint", "raised", "ratio_exceeded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +59,6 @@ class Limits:
     ratio_floor: int = 64 << 20
     max_pickle_objects: int = 10_000_000
     max_rendered: int = 256 << 20
-    max_depth: int = 200
-    max_int_digits: int = 40
     max_input: int = 16 << 30
 
     def __post_init__(self) -> None:

@@ -29,7 +29,6 @@ import os
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from tracepack import model as m
@@ -302,10 +301,9 @@ def expand_archive(doc: Document, original_path: str | os.PathLike[str], debug_f
     source = os.fspath(original_path)
     if debug_format is not None and debug_format not in _FORMATS:
         raise UsageError(f"debug format {debug_format!r}", where="--debug-format", expected="legacy or table")
-    try:
-        data = Path(source).read_bytes()
-    except OSError as exc:
-        raise LegacyFormatError(f"cannot read: {exc.strerror}", source=source) from None
+    from tracepack.io.files import read_input
+
+    data = read_input(source)
     with open_archive(data, source=source) as archive:
         if archive_kind(archive) == "pt2":
             if debug_format is not None:

@@ -68,6 +68,37 @@ def _loads(text: bytes | str, source: str) -> Any:
         raise LegacyFormatError("not UTF-8 text", source=source, where=f"byte {exc.start}") from None
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _check_exact_text(data: bytes | str, obj: Any, source: str) -> None:
+    """Refuse what could not come back byte for byte: text torch's ``json.dumps`` would not write,
+    and strings with lone UTF-16 surrogates (``"\\ud800"``: valid JSON, but no UTF-8 holds it)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    canon = _dumps(obj).encode("ascii")
+    if canon != raw:
+        at = next((i for i, (a, b) in enumerate(zip(canon, raw, strict=False)) if a != b), min(len(canon), len(raw)))
+        raise LegacyFormatError(
+            f"not laid out as torch writes model.json (json.dumps defaults): {raw[at : at + 24]!r}",
+            source=source,
+            where=f"byte {at}",
+            expected=f"{canon[at : at + 24]!r} (tracepack gives model.json back byte for byte; re-save it with torch)",
+        )
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        lone = next((mt for mt in _PAIR.finditer(raw) if len(mt.group()) == 6), None)
+        raise LegacyFormatError(
+            "a string holds a lone UTF-16 surrogate, which no UTF-8 text can hold",
+            source=source,
+            where=f"byte {lone.start() if lone else 0}",
+            expected="surrogates only in high-low pairs",
+        ) from None
+
+
 def _dumps(value: Any) -> str:
     """torch's own encoding: ``json.dumps`` defaults."""
     return json.dumps(value)
@@ -262,14 +293,18 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
     5.3's ``co_fileinfo_ordered_list`` (file and line tables of its own, with node stack traces
     as file indices and line numbers) fills the file and line tables.
     """
-    obj = _loads(data, source)
-    _check_program(obj, source)
-    importer = _Importer(obj, structured=True)
-    doc = importer.run()
-    if (importer.graphs or importer.co is not None) and _export(doc) != _dumps(obj):
-        # Nested graphs and 5.3 file tables are checked as a whole; keep them as JSON if they
-        # do not come back exactly (every node is still checked on its own).
-        doc = _Importer(obj, structured=False).run()
+    from tracepack.io.guard import reading
+
+    with reading(source, LegacyFormatError):  # JSON nested thousands deep, giant integers
+        obj = _loads(data, source)
+        _check_exact_text(data, obj, source)
+        _check_program(obj, source)
+        importer = _Importer(obj, structured=True)
+        doc = importer.run()
+        if (importer.graphs or importer.co is not None) and _export(doc) != _dumps(obj):
+            # Nested graphs and 5.3 file tables are checked as a whole; keep them as JSON if they
+            # do not come back exactly (every node is still checked on its own).
+            doc = _Importer(obj, structured=False).run()
     return doc
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from tracepack.errors import LegacyFormatError, UnsafePickleError
+from tracepack.io import limits as budget
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -90,6 +91,10 @@ class PickleLimits:
     """Largest integer, in bytes of two's complement (about 2,466 decimal digits)."""
     max_line_bytes: int = 1 << 20
     """Longest text line for protocol-0 opcodes (``INT``, ``UNICODE``, ``PUT`` ...)."""
+    max_objects: int | None = None
+    """Most objects the result expands to, every memo reuse counted again with all it holds (what a
+    caller walking the result visits: 32 KB of memo-shared tuples can otherwise stand for billions).
+    ``None``: the ``max_pickle_objects`` budget of :mod:`tracepack.io.limits`."""
 
 
 DEFAULT_LIMITS = PickleLimits()
@@ -229,10 +234,12 @@ class _Reader:
         "keep",
         "limits",
         "marks",
+        "max_objects",
         "memo",
         "op",
         "op_pos",
         "pos",
+        "sizes",
         "source",
         "stack",
     )
@@ -258,6 +265,9 @@ class _Reader:
         # Nesting depth of every container built so far, by id. ``keep`` holds
         # each container alive so that no id is ever reused while we run.
         self.depth: dict[int, int] = {}
+        # Expanded size of every container by id: itself plus all it holds, shared parts counted per use.
+        self.sizes: dict[int, int] = {}
+        self.max_objects = budget.current().max_pickle_objects if limits.max_objects is None else limits.max_objects
         self.keep: list[object] = []
         # ids of lists/dicts that can no longer change (shared or nested).
         self.frozen: set[int] = set()
@@ -343,33 +353,50 @@ class _Reader:
 
     # -- value bookkeeping ----------------------------------------------------
 
-    def adopt(self, items: list[_Item]) -> int:
-        """Check ``items`` may go inside a container; freeze them; return max child depth."""
+    def adopt(self, items: list[_Item]) -> tuple[int, int]:
+        """Check ``items`` may go inside a container; freeze them; return max child depth and total size."""
         deepest = 0
+        total = len(items)
+        sizes = self.sizes
         for item in items:
             kind = type(item)
             if kind is tuple:
-                deepest = max(deepest, self.depth.get(id(item), 1))
+                ident = id(item)
+                deepest = max(deepest, self.depth.get(ident, 1))
+                total += sizes.get(ident, 1) - 1
             elif kind is list or kind is dict:
                 ident = id(item)
                 self.frozen.add(ident)
                 deepest = max(deepest, self.depth.get(ident, 1))
+                total += sizes.get(ident, 1) - 1
             elif kind is _GlobalRef:
                 raise self.fail("a GLOBAL reference used as data", expected="REDUCE to apply it")
-        return deepest
+        return deepest, total
+
+    def _check_size(self, size: int) -> None:
+        if size > self.max_objects:
+            raise self.fail(
+                f"the pickle expands to more than {self.max_objects} objects (memo-shared parts counted per use)",
+                expected=f"a smaller pickle, {budget.hint('max_pickle_objects')}",
+            )
 
     def register(
         self,
         value: tuple[PickleValue, ...] | list[PickleValue] | dict[PickleValue, PickleValue],
         child_depth: int,
+        child_size: int = 0,
     ) -> None:
         d = child_depth + 1
         if d > self.limits.max_depth:
             raise self.fail(f"nesting deeper than {self.limits.max_depth}")
+        self._check_size(child_size + 1)
         self.depth[id(value)] = d
+        self.sizes[id(value)] = child_size + 1
         self.keep.append(value)
 
-    def grow(self, container: list[PickleValue] | dict[PickleValue, PickleValue], child_depth: int) -> None:
+    def grow(
+        self, container: list[PickleValue] | dict[PickleValue, PickleValue], child_depth: int, child_size: int = 0
+    ) -> None:
         ident = id(container)
         if ident in self.frozen:
             raise self.fail(
@@ -380,6 +407,9 @@ class _Reader:
             raise self.fail(f"nesting deeper than {self.limits.max_depth}")
         if d > self.depth.get(ident, 1):
             self.depth[ident] = d
+        size = self.sizes.get(ident, 1) + child_size
+        self._check_size(size)
+        self.sizes[ident] = size
 
     def check_key(self, key: _Item) -> PickleValue:
         kind = type(key)
@@ -395,7 +425,7 @@ class _Reader:
     def set_items(self, target: dict[PickleValue, PickleValue], items: list[_Item]) -> None:
         if len(items) % 2:
             raise self.fail("odd number of items for a dict", expected="key/value pairs")
-        self.grow(target, self.adopt(items))
+        self.grow(target, *self.adopt(items))
         for i in range(0, len(items), 2):
             target[self.check_key(items[i])] = items[i + 1]  # type: ignore[assignment]
 
@@ -651,7 +681,7 @@ def _binbytes8(r: _Reader) -> None:
 
 def _make_tuple(r: _Reader, items: list[_Item]) -> None:
     value: tuple[PickleValue, ...] = tuple(items)  # type: ignore[arg-type]
-    r.register(value, r.adopt(items))
+    r.register(value, *r.adopt(items))
     r.push(value)
 
 
@@ -684,7 +714,7 @@ def _empty_list(r: _Reader) -> None:
 def _list(r: _Reader) -> None:
     items = r.pop_mark()
     value: list[PickleValue] = items  # type: ignore[assignment]
-    r.register(value, r.adopt(items))
+    r.register(value, *r.adopt(items))
     r.push(value)
 
 
@@ -698,14 +728,14 @@ def _target_list(r: _Reader) -> list[PickleValue]:
 def _append(r: _Reader) -> None:
     value = r.pop()
     target = _target_list(r)
-    r.grow(target, r.adopt([value]))
+    r.grow(target, *r.adopt([value]))
     target.append(value)  # type: ignore[arg-type]
 
 
 def _appends(r: _Reader) -> None:
     items = r.pop_mark()
     target = _target_list(r)
-    r.grow(target, r.adopt(items))
+    r.grow(target, *r.adopt(items))
     target.extend(items)  # type: ignore[arg-type]
 
 
@@ -798,7 +828,7 @@ def _reduce(r: _Reader) -> None:
         raise r.fail(f"bad arguments for {ref.qualname}: {exc}") from None
     kind = type(value)
     if kind is tuple or kind is list or kind is dict:
-        r.register(value, r.adopt([*value]) if kind is not dict else 0)  # type: ignore[arg-type, misc]
+        r.register(value, *(r.adopt([*value]) if kind is not dict else (0, 2 * len(value))))  # type: ignore[arg-type, misc]
     r.push(value)
 
 
