@@ -83,7 +83,7 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
         # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise UsageError(f"cannot read: {_os_problem(exc)}", source=name) from None
+        raise UsageError(f"cannot open: {_os_problem(exc)}", source=name) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -103,7 +103,7 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(cap + 1)
     except OSError as exc:
-        raise UsageError(f"cannot read: {_os_problem(exc)}", source=name) from None
+        raise UsageError(f"cannot open: {_os_problem(exc)}", source=name) from None
     finally:
         os.close(fd)
     if len(data) > cap:  # grew while we read it
