@@ -63,6 +63,14 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         sha256="09f7a0b06412853c856c5b841e633886a46e7cf8ece067ee8bfce7c84822c3e8",
         doc="torch 2.13 torch.export programs (scripts/torch/dictionary_models.py), every codec",
     ),
+    DictionarySpec(
+        name="torch-export-2",
+        dict_id=0x54504B02,
+        file="torch-export-2.dict",
+        sha256="39485dedb99d68dc5551802117897dfa9a99cc2b77232cb602599ccaef0d6028",
+        size=128 * 1024,
+        doc="as torch-export-1, retrained on payloads whose string columns use the columnar `forms` encoding",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest).
 TRAINING: Final = BUILTIN[-1]

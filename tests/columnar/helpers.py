@@ -11,7 +11,7 @@ import tracepack
 from tracepack import container
 from tracepack.codecs import columnar
 
-__all__ = ["columns_of", "pack", "payload_of", "repack"]
+__all__ = ["columns_of", "pack", "payload_of", "repack", "unforms"]
 
 
 def payload_of(raw: Any, version: tuple[int, int]) -> dict[str, Any]:
@@ -23,9 +23,20 @@ def payload_of(raw: Any, version: tuple[int, int]) -> dict[str, Any]:
 def columns_of(doc: tracepack.Document) -> dict[str, list[Any]]:
     """The stored columns of ``doc`` (current version), deltas undone: path -> values."""
     out = {}
-    for path, (encoding, values) in payload_of(doc.raw, doc.version)["columns"].items():
-        out[path] = list(itertools.accumulate(values)) if encoding == columnar.DELTA else values
+    columns = payload_of(doc.raw, doc.version)["columns"]
+    for path, (encoding, values) in columns.items():
+        if encoding == columnar.FORMS:  # rows of a list of strings: P[] counted by P#len
+            n = sum(columns[path.removesuffix("[]") + "#len"][1])
+            out[path] = unforms(path, values, n)
+        else:
+            out[path] = list(itertools.accumulate(values)) if encoding == columnar.DELTA else values
     return out
+
+
+def unforms(path: str, values: Any, n: int) -> list[str]:
+    """The ``n`` strings of a ``forms``-encoded column (through the codec's own checks)."""
+    reader = columnar._Reader({}, 1 << 40, None)
+    return reader.forms(path, n, msgspec.Raw(msgspec.msgpack.encode(values)))
 
 
 def repack(payload: Any) -> bytes:

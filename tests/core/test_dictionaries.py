@@ -51,6 +51,14 @@ def test_builtin_dictionary_round_trips_without_a_file(doc: tracepack.Document) 
     assert tracepack.loads(data) == doc
 
 
+@pytest.mark.parametrize("name", [d.name for d in dictionaries.BUILTIN])
+def test_every_shipped_dictionary_still_reads(name: str) -> None:
+    doc = import_model_json(_model_json(CORPUS / "dynamic.pt2"))
+    data = tracepack.dumps(doc, codec="columnar", level=19, zstd_dict=name)
+    assert struct.unpack_from("<I", data, 20)[0] == next(d.dict_id for d in dictionaries.BUILTIN if d.name == name)
+    assert tracepack.loads(data) == doc
+
+
 def test_payload_is_a_plain_zstd_frame_with_the_dictionary() -> None:
     """zstd itself (not tracepack) decodes the payload with the shipped dictionary file."""
     doc = import_model_json(_model_json(CORPUS / "cond.pt2"))

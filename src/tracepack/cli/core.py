@@ -293,7 +293,7 @@ def register(sub: Any) -> None:
         "--zstd-dict",
         metavar="FILE|NAME",
         help="a zstd dictionary file or built-in name to compress with; `none` for none "
-        "(default: torch inputs use the built-in torch-export-1, which readers need no file for)",
+        "(default: torch inputs use the newest built-in one, which readers need no file for)",
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
     add_force(c)

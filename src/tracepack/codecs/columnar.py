@@ -27,8 +27,15 @@ Paths are written like error places, starting at ``$`` (the one ``Document`` row
 ``encoding`` is ``"plain"`` (the values) or ``"delta"`` (integer columns only: the first value,
 then each value minus the one before; MessagePack signed integers make zigzag implicit). The
 writer picks delta for an integer column when it makes the column's MessagePack bytes strictly
-smaller, so the choice is deterministic. A column with no rows is not written. Equal
-documents give equal bytes.
+smaller, so the choice is deterministic. String columns may also be ``"forms"``:
+``[literals, row steps, prefixes, suffixes, number residuals]``, where each numbered string
+(``add_7``, ``add_8;method_descriptor.add``, ``blocks.3.attn``: no whitespace, at most 256
+characters, split at its last run of digits) is an empty literal plus a form: the literals before
+and after its number, and the number minus the one predicted (one more than the last number with
+the same prefix and suffix; 0 first), so torch's counters become runs of zeros that repeat layer
+after layer (:func:`_forms`). The writer picks it when zstd (level 3) makes it smaller than the
+plain column. Builds before it refuse such a column with "unknown column encoding 'forms'".
+A column with no rows is not written. Equal documents give equal bytes.
 
 Reading is by name, like the JSON codec, for fields, and by number, like MessagePack, for enum
 values and union variants: an unknown column is ignored (a newer minor's field); a missing one
@@ -63,11 +70,23 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 import msgspec.inspect as mi
+import zstandard
 
 from tracepack.errors import DecodeError, EncodeError, SchemaError
 from tracepack.versions import generated
 
-__all__ = ["DELTA", "FORMAT", "LAYOUT", "PLAIN", "column_paths", "decode", "decode_model", "encode", "encode_model"]
+__all__ = [
+    "DELTA",
+    "FORMAT",
+    "FORMS",
+    "LAYOUT",
+    "PLAIN",
+    "column_paths",
+    "decode",
+    "decode_model",
+    "encode",
+    "encode_model",
+]
 
 #: The payload's format marker.
 FORMAT: Final = "tracepack-columnar"
@@ -76,6 +95,7 @@ LAYOUT: Final = 1
 #: Column encodings.
 PLAIN: Final = "plain"
 DELTA: Final = "delta"
+FORMS: Final = "forms"
 
 _NONE_TYPE: Final = type(None)
 
@@ -134,6 +154,8 @@ class _Reader:
         if entry is None:
             return None
         encoding, raw = entry
+        if encoding == FORMS and plain is _STRINGS:
+            return self.forms(path, n, raw), False
         if encoding == PLAIN:
             decoder = plain
         elif encoding != DELTA:
@@ -159,6 +181,42 @@ class _Reader:
         if encoding == DELTA:
             return list(itertools.accumulate(values)), True
         return values, False
+
+    def forms(self, path: str, n: int, raw: msgspec.Raw) -> list[str]:
+        """A ``forms``-encoded string column: literals, then strings rebuilt as prefix + number + suffix."""
+        try:
+            literals, steps, prefixes, suffixes, residuals = _FORMS_DECODER.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise self.error(path, f"not a forms column: {exc}", expected=_FORMS_WHAT) from None
+        except msgspec.DecodeError as exc:
+            raise self.error(path, f"not valid MessagePack: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
+        if not len(steps) == len(prefixes) == len(suffixes) == len(residuals):
+            raise self.error(path, "the forms' columns differ in length", expected=_FORMS_WHAT)
+        if len(literals) < n:
+            raise self.error(path, f"the column has {len(literals)} literals", expected=f"at least {n}, one per row")
+        out = literals[:n]
+        rows = list(itertools.accumulate(steps))
+        for j, (step, index) in enumerate(zip(steps, rows, strict=True)):
+            if (j and step < 1) or index >= n:
+                raise self.error(path, f"form {j} is for row {index}", expected="rows ascending, below the row count")
+        taken = set(rows)
+        last: dict[tuple[int, int], int] = {}
+        for j, (index, p, q, residual) in enumerate(zip(rows, prefixes, suffixes, residuals, strict=True)):
+            if out[index] != "":
+                raise self.error(path, f"form {j}: row {index} also holds a literal", expected="an empty literal")
+            if p >= len(literals) or q >= len(literals) or p in taken or q in taken:
+                raise self.error(path, f"form {j} refers to literals {p} and {q}", expected="literal rows, not forms")
+            prefix, suffix = literals[p], literals[q]
+            if len(prefix) + len(suffix) > _FORM_AFFIX_MAX:
+                raise self.error(path, f"form {j}: prefix and suffix are too long", expected=f"<= {_FORM_AFFIX_MAX}")
+            number = last.get((p, q), -1) + 1 + residual
+            if not 0 <= number < _FORM_NUMBER_LIMIT:
+                raise self.error(path, f"form {j} has number {number}", expected=f"0..{_FORM_NUMBER_LIMIT - 1}")
+            last[(p, q)] = number
+            out[index] = f"{prefix}{number}{suffix}"
+        return out
 
     def bounds(self, path: str, values: list[int], lo: int | None, hi: int | None) -> None:
         """Check that the integers ``values`` are in ``lo..hi`` (for delta-coded columns)."""
@@ -191,6 +249,80 @@ def _range(lo: int | None, hi: int | None) -> str:
     return f"integers in {lo}..{hi}"
 
 
+# -- the forms encoding of string columns ----------------------------------------------------------
+
+_STRINGS: Final = _decoder(str)
+#: ``[literals, row steps, prefix literal, suffix literal, number residuals]``.
+_FORMS_DECODER: Final = msgspec.msgpack.Decoder(
+    tuple[
+        list[str],
+        list[Annotated[int, msgspec.Meta(ge=0)]],
+        list[Annotated[int, msgspec.Meta(ge=0)]],
+        list[Annotated[int, msgspec.Meta(ge=0)]],
+        list[Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]],
+    ]
+)
+_FORMS_WHAT: Final = "[literals, row steps, prefixes, suffixes, number residuals]"
+#: The last run of decimal digits of a string (no leading zero): what a form's number is.
+_FORM_NUMBER: Final = re.compile(r"(0|[1-9][0-9]{0,17})(?=[^0-9]*\Z)")
+_FORM_NUMBER_LIMIT: Final = 10**18
+#: The longest prefix + suffix of a form (the writer makes forms of short strings only), so a
+#: few payload bytes cannot ask for long strings.
+_FORM_AFFIX_MAX: Final = 256
+#: String columns shorter than this are always plain.
+_FORMS_MIN_ROWS: Final = 16
+#: How the writer compares the plain and forms encodings of a column: what zstd makes of each.
+_ZSTD: Final = zstandard.ZstdCompressor(level=3)
+
+
+def _forms(values: Sequence[str]) -> list[Any] | None:
+    """The ``forms`` encoding of a string column, or None when no string has a number.
+
+    A string without whitespace, of at most :data:`_FORM_AFFIX_MAX` characters, whose last run of
+    digits is a canonical decimal number, is stored as a *form*: its row holds an empty literal,
+    and the form names the literals before and after the number, and the number as its difference
+    from the one predicted: one more than the last number with the same prefix and suffix (0 for
+    the first). Node names (``add_7``), torch_fn tags (``add_8;method_descriptor.add``) and module
+    paths (``layers.3.attn``) then become runs of small, repeating integers. Prefixes and suffixes
+    that are no row's literal are appended after the rows.
+    """
+    literals = list(values)
+    where: dict[str, int] = {}
+    found: list[tuple[int, str, int, str]] = []
+    for i, s in enumerate(values):
+        m = _FORM_NUMBER.search(s) if s and len(s) <= _FORM_AFFIX_MAX and not _SPACE.search(s) else None
+        if m is None:
+            where.setdefault(s, i)
+            continue
+        found.append((i, s[: m.start()], int(m.group()), s[m.end() :]))
+        literals[i] = ""
+    if not found:
+        return None
+
+    def literal(text: str) -> int:
+        at = where.get(text)
+        if at is None:
+            at = where[text] = len(literals)
+            literals.append(text)
+        return at
+
+    steps, prefixes, suffixes, residuals = [], [], [], []
+    last: dict[tuple[int, int], int] = {}
+    previous = 0
+    for i, prefix, number, suffix in found:
+        p, q = literal(prefix), literal(suffix)
+        steps.append(i - previous)
+        previous = i
+        prefixes.append(p)
+        suffixes.append(q)
+        residuals.append(number - last.get((p, q), -1) - 1)
+        last[(p, q)] = number
+    return [literals, steps, prefixes, suffixes, residuals]
+
+
+_SPACE: Final = re.compile(r"\s")
+
+
 # -- writing ---------------------------------------------------------------------------------------
 
 _encoder: Final = msgspec.msgpack.Encoder()
@@ -204,11 +336,17 @@ class _Writer:
     def __init__(self) -> None:
         self.columns: dict[str, tuple[str, msgspec.Raw]] = {}
 
-    def put(self, path: str, values: Sequence[Any], *, integer: bool = False) -> None:
+    def put(self, path: str, values: Sequence[Any], *, integer: bool = False, strings: bool = False) -> None:
         if not values:
             return
         data = _encoder.encode(values)
         encoding = PLAIN
+        if strings and len(values) >= _FORMS_MIN_ROWS:
+            forms = _forms(values)
+            if forms is not None:
+                packed = _encoder.encode(forms)
+                if len(_ZSTD.compress(packed)) < len(_ZSTD.compress(data)):
+                    data, encoding = packed, FORMS
         if integer and len(values) > 2:
             deltas = [values[0], *map(operator.sub, itertools.islice(values, 1, None), values)]
             try:
@@ -270,7 +408,7 @@ class _Leaf(_Node):
         self.what = what
 
     def encode(self, values: Sequence[Any], w: _Writer) -> None:
-        w.put(self.path, values, integer=self.integer)
+        w.put(self.path, values, integer=self.integer, strings=self.plain is _STRINGS)
 
     def decode(self, r: _Reader, n: int) -> list[Any] | None:
         if not n:  # no rows: nothing to read (a writer stores no empty column)

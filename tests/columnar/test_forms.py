@@ -1,0 +1,101 @@
+"""The ``forms`` encoding of string columns: numbered strings as prefix + predicted number + suffix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tracepack
+from tests.columnar.helpers import pack, payload_of, unforms
+from tests.strategies import documents
+from tracepack.codecs import columnar
+from tracepack.errors import DecodeError
+from tracepack.versions import CURRENT
+
+_bases = st.sampled_from(["add", "mul", "linear", "L__self__blocks.", "p_blocks_", "x", "", "a1b", "é"])
+_tails = st.sampled_from(["", ";method_descriptor.add", ".attn", "_attn_qkv_weight", "0", "x y"])
+_numbered = st.builds(
+    lambda a, n, b: f"{a}{n}{b}", _bases, st.one_of(st.integers(0, 40), st.integers(0, 10**19)), _tails
+)
+_strings = st.lists(st.one_of(_numbered, st.text(max_size=12), st.sampled_from(["007", "1", "01", "٣", "a 1"])))
+
+
+@given(_strings)
+def test_forms_round_trip_any_strings(values: list[str]) -> None:
+    forms = columnar._forms(values)
+    if forms is None:
+        assert not any(columnar._FORM_NUMBER.search(s) for s in values if s and not columnar._SPACE.search(s))
+        return
+    assert unforms("$.t[]", forms, len(values)) == values
+    assert sum(1 for s in forms[0][: len(values)] if s) <= len(values)
+
+
+@given(documents())
+def test_documents_round_trip_whatever_the_encoding(doc: tracepack.Document) -> None:
+    data = tracepack.dumps(doc, codec="columnar", compression="none")
+    assert tracepack.loads(data) == doc
+
+
+def test_torch_like_names_become_small_repeating_numbers() -> None:
+    names = [f"{op}_{i}" if i else op for i in range(40) for op in ("add", "mul", "linear")]
+    names += [f"{op}_{i + 1};method_descriptor.{op}" for i in range(40) for op in ("add", "mul")]
+    forms = columnar._forms(names)
+    assert forms is not None
+    _, steps, _, _, residuals = forms
+    assert set(residuals) <= {0, 1}  # predicted: one more than the last with the same prefix and suffix
+    assert set(steps[1:]) == {1}
+    b = tracepack.DocumentBuilder()
+    for n in names:
+        b.string(n)
+    doc = b.build()
+    encoding, _ = payload_of(doc.raw, CURRENT)["columns"]["$.strings[]"]
+    assert encoding == columnar.FORMS  # chosen: zstd makes it smaller than plain
+    assert tracepack.loads(tracepack.dumps(doc, codec="columnar")) == doc
+
+
+def _damaged(change: Any) -> str:
+    b = tracepack.DocumentBuilder()
+    for i in range(40):
+        b.string(f"node_{i}")
+    payload = payload_of(b.build().raw, CURRENT)
+    encoding, forms = payload["columns"]["$.strings[]"]
+    assert encoding == columnar.FORMS
+    payload["columns"]["$.strings[]"] = [encoding, change(forms)]
+    with pytest.raises(DecodeError) as info:
+        tracepack.loads(pack(payload, CURRENT), source="m.tpk")
+    text = str(info.value)
+    assert "\n" not in text
+    assert "$.strings[]" in text
+    return text
+
+
+def _set(forms: Any, part: int, index: int, value: Any) -> Any:
+    forms[part][index] = value
+    return forms
+
+
+def test_hostile_forms_are_one_line_errors_naming_the_column() -> None:
+    assert "not a forms column" in _damaged(lambda f: f[:3])
+    assert "differ in length" in _damaged(lambda f: [f[0], f[1], f[2], f[3], f[4][:-1]])
+    assert "rows ascending" in _damaged(lambda f: _set(f, 1, 2, 0))
+    assert "rows ascending" in _damaged(lambda f: _set(f, 1, 0, 10**6))
+    assert "refers to literals" in _damaged(lambda f: _set(f, 2, 0, 10**6))
+    assert "refers to literals" in _damaged(lambda f: _set(f, 3, 1, f[1][0]))  # a form's row, not a literal
+    assert "has number" in _damaged(lambda f: _set(f, 4, 0, -5))
+    assert "has number" in _damaged(lambda f: _set(f, 4, 0, 10**18))
+    assert "also holds a literal" in _damaged(lambda f: _set(f, 0, f[1][0], "x"))
+    assert "too long" in _damaged(lambda f: _set(f, 0, f[2][0], "p" * 300))
+    assert "at least" in _damaged(lambda f: [[], *f[1:]])
+
+
+def test_an_unknown_encoding_is_still_refused() -> None:
+    b = tracepack.DocumentBuilder()
+    b.string("x")
+    payload = payload_of(b.build().raw, CURRENT)
+    payload["columns"]["$.strings[]"] = ["zigzag", msgspec.msgpack.decode(msgspec.msgpack.encode(["", "x"]))]
+    with pytest.raises(DecodeError, match="unknown column encoding 'zigzag'"):
+        tracepack.loads(pack(payload, CURRENT))
