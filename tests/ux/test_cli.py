@@ -130,7 +130,7 @@ def test_dash_is_stdin_and_stdout() -> None:
     done = run_bytes(["convert", "-", "-", "--codec", "msgpack"], stdin=MODEL_JSON.read_bytes())
     assert done.returncode == 0, done.stderr
     assert tracepack.loads(done.stdout) == tracepack.load(MODEL_JSON)
-    assert done.stderr.decode().startswith("wrote -: ")  # the report goes to stderr, the data to stdout
+    assert done.stderr == b""  # a pipeline stays quiet: only the data, on stdout
     nodes = run_bytes(["nodes", "-", "--op", "linear"], stdin=done.stdout)
     assert nodes.returncode == 0
     assert len(nodes.stdout.decode().splitlines()) == 10

@@ -2,8 +2,8 @@
 
 Unix conventions, the same for every command: ``-`` as an input is standard input and as an output
 standard output; an existing output is never replaced unless ``-f``/``--force`` is given; results go
-to standard output (``--json`` for a machine-readable form), and what was written is said on standard
-error when the output itself is standard output; progress bars appear only on a terminal.
+to standard output (``--json`` for a machine-readable form), and nothing is said about what was written
+when the output itself is standard output; progress bars appear only on a terminal.
 """
 
 from __future__ import annotations
@@ -73,9 +73,13 @@ def write_output(path: str, data: bytes, *, force: bool) -> None:
 
 
 def report(path: str, text: str, info: dict[str, Any], *, as_json: bool) -> None:
-    """Say what was written: a line (``text``) or ``info`` as JSON; on stderr when the output is stdout."""
-    stream = sys.stderr if path == STDIO else sys.stdout
-    print(json.dumps(info) if as_json else text, file=stream)
+    """Say what was written: a line (``text``) or ``info`` as JSON. When the output itself went to
+    standard output, the line is left out (a pipeline stays quiet) and the JSON goes to standard error."""
+    if path == STDIO:
+        if as_json:
+            print(json.dumps(info), file=sys.stderr)
+        return
+    print(json.dumps(info) if as_json else text)
 
 
 def print_json(value: Any) -> None:
