@@ -55,6 +55,7 @@ def test_corpus_programs_and_configs_equal_torchs(name: str) -> None:
             theirs = torch_convert(cls, value)
             assert ours == theirs
             assert repr(ours) == repr(theirs)
+            assert json.dumps(CONV.dump(cls, ours)).encode() == z.read(member) or cls == "PayloadConfig"
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -64,6 +65,8 @@ def test_any_valid_value_converts_like_torch(case: tuple[str, Any]) -> None:
     ours = CONV.convert(name, value, source="<value>")
     # repr, not ==: a NaN (written "NaN") is not equal to itself; repr shows every field and int vs float.
     assert repr(ours) == repr(torch_convert(name, value))
+    # and back: the generated dumper writes what torch's _dataclass_to_dict does
+    assert json.dumps(CONV.dump(name, ours)) == json.dumps(torch_serialize._dataclass_to_dict(ours))
 
 
 _JUNK = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.none(), max_size=2), st.just({"?": 1}))

@@ -393,6 +393,51 @@ class _Emitter:
         return lines
 
 
+class _Dumper:
+    """Emits the reverse direction: torch's schema dataclasses -> JSON values, as torch's
+    ``_dataclass_to_dict`` gives them (floats inf/nan as the strings torch writes)."""
+
+    def __init__(self, spec: TorchSpec) -> None:
+        self.types = spec.by_name()
+        self.n = 0
+
+    def tmp(self, prefix: str) -> str:
+        self.n += 1
+        return f"_{prefix}{self.n}"
+
+    def expr(self, t: Any, src: str) -> str:
+        if isinstance(t, tuple):
+            kind, inner = t
+            v = self.tmp("t")
+            if kind == "optional":
+                return f"(None if ({v} := {src}) is None else {self.expr(inner, v)})"
+            e = self.tmp("e")
+            if kind == "list":
+                if inner == "str":
+                    return f"list({src})"
+                return f"[{self.expr(inner, e)} for {e} in {src}]"
+            k = self.tmp("k")
+            return f"{{{k}: {self.expr(inner, e)} for {k}, {e} in {src}.items()}}"
+        if t == "str":
+            return src
+        if t in _PRIMITIVES or self.types[t].kind == "enum":
+            v = self.tmp("t")
+            return f"({v} if type({v} := {src}) is not float else _jf({v}))"
+        return f"_d_{t}({src})"
+
+    def struct(self, t: TypeDef) -> list[str]:
+        lines = [f"    def _d_{t.name}(o: Any) -> Any:", "        d = o.__dict__", "        return {"]
+        lines += [f"            {f!r}: {self.expr(parse_type(ft), f'd[{f!r}]')}," for f, ft, _ in t.fields]
+        return [*lines, "        }"]
+
+    def union(self, t: TypeDef) -> list[str]:
+        lines = [f"    def _d_{t.name}(o: Any) -> Any:", "        d = o.__dict__", "        k = str(d['_type'])"]
+        for i, (f, ft, _) in enumerate(t.fields):
+            lines.append(f"        {'if' if i == 0 else 'elif'} k == {f!r}:")
+            lines.append(f"            return {{{f!r}: {self.expr(parse_type(ft), f'd[{f!r}]')}}}")
+        return [*lines, "        raise ValueError(k)"]
+
+
 def _default_literal(default: str) -> str:
     """A field default as a Python expression: literals as written (a fresh ``[]`` per object), else a string."""
     try:
@@ -428,7 +473,7 @@ def render_module(spec: TorchSpec, *, source: str) -> str:
         "from collections.abc import Callable",
         "from typing import Any, Final, NoReturn",
         "",
-        '__all__ = ["CHECKSUM", "SCHEMA_VERSION", "TREESPEC_VERSION", "TYPES", "make"]',
+        '__all__ = ["CHECKSUM", "SCHEMA_VERSION", "TREESPEC_VERSION", "TYPES", "dumpers", "make"]',
         "",
         f"SCHEMA_VERSION: Final = ({major}, {minor})",
         f"TREESPEC_VERSION: Final = {spec.treespec_version}",
@@ -490,6 +535,28 @@ def render_module(spec: TorchSpec, *, source: str) -> str:
             out += ["", *em.union(t)]
     names = [t.name for t in spec.types if t.kind != "enum"]
     out += ["", "    return {", *[f"        {n!r}: _c_{n}," for n in names], "    }", ""]
+    dumper = _Dumper(spec)
+    out += [
+        "",
+        "def _jf(x: float) -> float | str:",
+        "    # torch writes inf and nan as these strings (its JSON has allow_nan=False).",
+        "    if x != x:  # noqa: PLR0124 - nan",
+        '        return "NaN"',
+        '    if x in (float("inf"), float("-inf")):',
+        '        return "Infinity" if x > 0 else "-Infinity"',
+        "    return x",
+        "",
+        "",
+        "def dumpers() -> dict[str, Callable[[Any], Any]]:",
+        '    """``{class name: dumper}``: torch\'s schema dataclasses -> JSON values, as torch\'s',
+        '    ``_dataclass_to_dict`` gives them."""',
+    ]
+    for t in spec.types:
+        if t.kind == "struct":
+            out += ["", *dumper.struct(t)]
+        elif t.kind == "union":
+            out += ["", *dumper.union(t)]
+    out += ["", "    return {", *[f"        {n!r}: _d_{n}," for n in names], "    }", ""]
     return "\n".join(out)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from typing import IO, Any, TypeAlias
 
 from tracepack.document import Document
@@ -46,7 +47,7 @@ def _torch() -> Any:
 #: ``torch.export.ExportedProgram`` (typed loosely: tracepack type-checks without torch).
 ExportedProgram: TypeAlias = Any
 
-__all__ = ["from_document", "from_model_json", "load", "model_json", "to_document"]
+__all__ = ["from_document", "from_model_json", "load", "model_json", "save", "to_document"]
 
 
 def _serde() -> Any:
@@ -166,4 +167,34 @@ def load(
 
     return load_pt2(
         f, extra_files=extra_files, expected_opset_version=expected_opset_version, trust_pickles=trust_pickles
+    )
+
+
+def save(
+    ep: ExportedProgram,
+    f: str | os.PathLike[str] | IO[bytes],
+    *,
+    extra_files: dict[str, Any] | None = None,
+    opset_version: dict[str, int] | None = None,
+    pickle_protocol: int = 2,
+    keep: Sequence[str] = (),
+    strip: bool = False,
+) -> None:
+    """Write ``ep`` as a packed ``.pt2`` in one call: what ``torch.export.save`` then ``tracepack pack``
+    write, without writing and parsing model.json twice (the file is replaced atomically).
+
+    With the defaults, plain ``torch.export.load`` reads the result with everything but the
+    stack traces and ``from_node`` (which :func:`load` merges back); ``strip=True`` moves every
+    metadata string (see :func:`tracepack.torch.pt2.pack_pt2`), ``keep`` names keys never moved.
+    """
+    from tracepack.torch.saver import save_pt2
+
+    save_pt2(
+        ep,
+        f,
+        extra_files=extra_files,
+        opset_version=opset_version,
+        pickle_protocol=pickle_protocol,
+        keep=keep,
+        strip=strip,
     )

@@ -44,6 +44,7 @@ __all__ = [
     "pack_pt2",
     "read_program",
     "replace_program",
+    "split_program",
     "unpack_pt2",
 ]
 
@@ -159,20 +160,34 @@ def pack_program(
     JSON encoding (then the split could not give it back byte for byte).
     """
     import tracepack
-    from tracepack.builder import DocumentBuilder
     from tracepack.torch.export.model_json import _loads
 
     program = _loads(model_json, source)
     if type(program) is not dict:
         raise LegacyFormatError("top level is not an object", source=source, where="$")
-    graph = _main_graph(program, source)
     if _dumps(program) != model_json:
         raise LegacyFormatError(
             "not in torch's JSON encoding (json.dumps defaults), so it would not come back byte for byte",
             source=source,
         )
+    doc = split_program(program, keep=keep, strip=strip, source=source, size=len(model_json))
+    stripped = _dumps(program)
+    if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
+        raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
+    return stripped, tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19)
+
+
+def split_program(
+    program: Any, *, keep: Sequence[str] = (), strip: bool = False, source: str, size: int | None = None
+) -> Document:
+    """Move the nodes' debug metadata out of ``program`` (a parsed model.json, changed in place)
+    into the tracepack document :func:`merge_into` puts it back from."""
+    from tracepack.builder import DocumentBuilder
+
+    graph = _main_graph(program, source)
     b = DocumentBuilder(producer="tracepack pack")
-    b.add_metadata("torch.export/model.json bytes", str(len(model_json)))
+    if size is not None:
+        b.add_metadata("torch.export/model.json bytes", str(size))
     orders: dict[str, list[str]] = {}
     kept_keys = set(keep)
     used: set[str] = set()
@@ -190,11 +205,7 @@ def pack_program(
         target = node.get("target")
         b.add_node(unique, target if type(target) is str else "", meta=moved)
     b.add_extension(LAYOUT_EXTENSION, {"orders": orders} if orders else {})
-    doc = b.build()
-    stripped = _dumps(program)
-    if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
-        raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
-    return stripped, tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19)
+    return b.build()
 
 
 def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:

@@ -64,6 +64,12 @@ class Converters:
         _check_classes(self.types, schema, origin)
         union = importlib.import_module("torch._export.serde.union")
         self.by_name: dict[str, Callable[[Any], Any]] = module.make(schema, union._UnionTag.create)
+        self.dumpers: dict[str, Callable[[Any], Any]] = module.dumpers()
+
+    def dump(self, name: str, obj: Any) -> Any:
+        """torch's schema dataclass ``obj`` (of class ``name``) as JSON values, as torch's
+        ``_dataclass_to_dict`` gives them."""
+        return self.dumpers[name](obj)
 
     def convert(self, name: str, data: Any, *, source: str, where: str = "$") -> Any:
         """``data`` (JSON values) as torch's schema class ``name``; a mismatch names its JSON path."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
-__all__ = ["CHECKSUM", "SCHEMA_VERSION", "TREESPEC_VERSION", "TYPES", "make"]
+__all__ = ["CHECKSUM", "SCHEMA_VERSION", "TREESPEC_VERSION", "TYPES", "dumpers", "make"]
 
 SCHEMA_VERSION: Final = (8, 20)
 TREESPEC_VERSION: Final = 1
@@ -1392,4 +1392,613 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         "UserInputMutationSpec": _c_UserInputMutationSpec,
         "UserInputSpec": _c_UserInputSpec,
         "UserOutputSpec": _c_UserOutputSpec,
+    }
+
+
+def _jf(x: float) -> float | str:
+    # torch writes inf and nan as these strings (its JSON has allow_nan=False).
+    if x != x:  # noqa: PLR0124 - nan
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def dumpers() -> dict[str, Callable[[Any], Any]]:
+    """``{class name: dumper}``: torch's schema dataclasses -> JSON values, as torch's
+    ``_dataclass_to_dict`` gives them."""
+
+    def _d_AOTInductorModelPickleData(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "library_basename": d["library_basename"],
+            "input_names": list(d["input_names"]),
+            "output_names": list(d["output_names"]),
+            "floating_point_input_dtype": (
+                None
+                if (_t5 := d["floating_point_input_dtype"]) is None
+                else (_t6 if type(_t6 := _t5) is not float else _jf(_t6))
+            ),
+            "floating_point_output_dtype": (
+                None
+                if (_t7 := d["floating_point_output_dtype"]) is None
+                else (_t8 if type(_t8 := _t7) is not float else _jf(_t8))
+            ),
+            "aot_inductor_model_is_cpu": (
+                None
+                if (_t9 := d["aot_inductor_model_is_cpu"]) is None
+                else (_t10 if type(_t10 := _t9) is not float else _jf(_t10))
+            ),
+        }
+
+    def _d_Argument(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_none":
+            return {"as_none": (_t11 if type(_t11 := d["as_none"]) is not float else _jf(_t11))}
+        elif k == "as_tensor":
+            return {"as_tensor": _d_TensorArgument(d["as_tensor"])}
+        elif k == "as_tensors":
+            return {"as_tensors": [_d_TensorArgument(_e13) for _e13 in d["as_tensors"]]}
+        elif k == "as_int":
+            return {"as_int": (_t14 if type(_t14 := d["as_int"]) is not float else _jf(_t14))}
+        elif k == "as_ints":
+            return {"as_ints": [(_t17 if type(_t17 := _e16) is not float else _jf(_t17)) for _e16 in d["as_ints"]]}
+        elif k == "as_float":
+            return {"as_float": (_t18 if type(_t18 := d["as_float"]) is not float else _jf(_t18))}
+        elif k == "as_floats":
+            return {"as_floats": [(_t21 if type(_t21 := _e20) is not float else _jf(_t21)) for _e20 in d["as_floats"]]}
+        elif k == "as_string":
+            return {"as_string": d["as_string"]}
+        elif k == "as_strings":
+            return {"as_strings": list(d["as_strings"])}
+        elif k == "as_sym_int":
+            return {"as_sym_int": _d_SymIntArgument(d["as_sym_int"])}
+        elif k == "as_sym_ints":
+            return {"as_sym_ints": [_d_SymIntArgument(_e25) for _e25 in d["as_sym_ints"]]}
+        elif k == "as_scalar_type":
+            return {"as_scalar_type": (_t26 if type(_t26 := d["as_scalar_type"]) is not float else _jf(_t26))}
+        elif k == "as_memory_format":
+            return {"as_memory_format": (_t27 if type(_t27 := d["as_memory_format"]) is not float else _jf(_t27))}
+        elif k == "as_layout":
+            return {"as_layout": (_t28 if type(_t28 := d["as_layout"]) is not float else _jf(_t28))}
+        elif k == "as_device":
+            return {"as_device": _d_Device(d["as_device"])}
+        elif k == "as_bool":
+            return {"as_bool": (_t29 if type(_t29 := d["as_bool"]) is not float else _jf(_t29))}
+        elif k == "as_bools":
+            return {"as_bools": [(_t32 if type(_t32 := _e31) is not float else _jf(_t32)) for _e31 in d["as_bools"]]}
+        elif k == "as_sym_bool":
+            return {"as_sym_bool": _d_SymBoolArgument(d["as_sym_bool"])}
+        elif k == "as_sym_bools":
+            return {"as_sym_bools": [_d_SymBoolArgument(_e34) for _e34 in d["as_sym_bools"]]}
+        elif k == "as_graph":
+            return {"as_graph": _d_GraphArgument(d["as_graph"])}
+        elif k == "as_optional_tensors":
+            return {"as_optional_tensors": [_d_OptionalTensorArgument(_e36) for _e36 in d["as_optional_tensors"]]}
+        elif k == "as_custom_obj":
+            return {"as_custom_obj": _d_CustomObjArgument(d["as_custom_obj"])}
+        elif k == "as_operator":
+            return {"as_operator": d["as_operator"]}
+        elif k == "as_sym_float":
+            return {"as_sym_float": _d_SymFloatArgument(d["as_sym_float"])}
+        elif k == "as_sym_floats":
+            return {"as_sym_floats": [_d_SymFloatArgument(_e38) for _e38 in d["as_sym_floats"]]}
+        elif k == "as_optional_tensor":
+            return {"as_optional_tensor": _d_OptionalTensorArgument(d["as_optional_tensor"])}
+        elif k == "as_complex":
+            return {"as_complex": _d_ComplexValue(d["as_complex"])}
+        elif k == "as_nested_tensors":
+            return {
+                "as_nested_tensors": [[_d_TensorArgument(_e42) for _e42 in _e40] for _e40 in d["as_nested_tensors"]]
+            }
+        elif k == "as_int_lists":
+            return {
+                "as_int_lists": [
+                    [(_t47 if type(_t47 := _e46) is not float else _jf(_t47)) for _e46 in _e44]
+                    for _e44 in d["as_int_lists"]
+                ]
+            }
+        elif k == "as_string_to_argument":
+            return {
+                "as_string_to_argument": {_k50: _d_Argument(_e49) for _k50, _e49 in d["as_string_to_argument"].items()}
+            }
+        elif k == "as_float_lists":
+            return {
+                "as_float_lists": [
+                    [(_t55 if type(_t55 := _e54) is not float else _jf(_t55)) for _e54 in _e52]
+                    for _e52 in d["as_float_lists"]
+                ]
+            }
+        raise ValueError(k)
+
+    def _d_BufferMutationSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "buffer_name": d["buffer_name"],
+        }
+
+    def _d_ComplexValue(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "real": (_t56 if type(_t56 := d["real"]) is not float else _jf(_t56)),
+            "imag": (_t57 if type(_t57 := d["imag"]) is not float else _jf(_t57)),
+        }
+
+    def _d_ConstantValue(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_none":
+            return {"as_none": (_t58 if type(_t58 := d["as_none"]) is not float else _jf(_t58))}
+        elif k == "as_int":
+            return {"as_int": (_t59 if type(_t59 := d["as_int"]) is not float else _jf(_t59))}
+        elif k == "as_float":
+            return {"as_float": (_t60 if type(_t60 := d["as_float"]) is not float else _jf(_t60))}
+        elif k == "as_string":
+            return {"as_string": d["as_string"]}
+        elif k == "as_bool":
+            return {"as_bool": (_t61 if type(_t61 := d["as_bool"]) is not float else _jf(_t61))}
+        raise ValueError(k)
+
+    def _d_CustomObjArgument(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+            "class_fqn": d["class_fqn"],
+        }
+
+    def _d_Device(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "type": d["type"],
+            "index": (
+                None if (_t62 := d["index"]) is None else (_t63 if type(_t63 := _t62) is not float else _jf(_t63))
+            ),
+        }
+
+    def _d_ExportedProgram(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "graph_module": _d_GraphModule(d["graph_module"]),
+            "opset_version": {
+                _k66: (_t67 if type(_t67 := _e65) is not float else _jf(_t67))
+                for _k66, _e65 in d["opset_version"].items()
+            },
+            "range_constraints": {_k70: _d_RangeConstraint(_e69) for _k70, _e69 in d["range_constraints"].items()},
+            "schema_version": _d_SchemaVersion(d["schema_version"]),
+            "verifiers": list(d["verifiers"]),
+            "torch_version": d["torch_version"],
+            "guards_code": list(d["guards_code"]),
+        }
+
+    def _d_ExternKernelNode(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+            "node": _d_Node(d["node"]),
+        }
+
+    def _d_ExternKernelNodes(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "nodes": [_d_ExternKernelNode(_e76) for _e76 in d["nodes"]],
+        }
+
+    def _d_GradientToParameterSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "parameter_name": d["parameter_name"],
+        }
+
+    def _d_GradientToUserInputSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "user_input_name": d["user_input_name"],
+        }
+
+    def _d_Graph(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "inputs": [_d_Argument(_e78) for _e78 in d["inputs"]],
+            "outputs": [_d_Argument(_e80) for _e80 in d["outputs"]],
+            "nodes": [_d_Node(_e82) for _e82 in d["nodes"]],
+            "tensor_values": {_k85: _d_TensorMeta(_e84) for _k85, _e84 in d["tensor_values"].items()},
+            "sym_int_values": {_k88: _d_SymInt(_e87) for _k88, _e87 in d["sym_int_values"].items()},
+            "sym_bool_values": {_k91: _d_SymBool(_e90) for _k91, _e90 in d["sym_bool_values"].items()},
+            "is_single_tensor_return": (_t92 if type(_t92 := d["is_single_tensor_return"]) is not float else _jf(_t92)),
+            "custom_obj_values": {_k95: _d_CustomObjArgument(_e94) for _k95, _e94 in d["custom_obj_values"].items()},
+            "sym_float_values": {_k98: _d_SymFloat(_e97) for _k98, _e97 in d["sym_float_values"].items()},
+        }
+
+    def _d_GraphArgument(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+            "graph": _d_Graph(d["graph"]),
+        }
+
+    def _d_GraphModule(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "graph": _d_Graph(d["graph"]),
+            "signature": _d_GraphSignature(d["signature"]),
+            "module_call_graph": [_d_ModuleCallEntry(_e100) for _e100 in d["module_call_graph"]],
+            "metadata": {_k103: _e102 for _k103, _e102 in d["metadata"].items()},
+            "treespec_namedtuple_fields": {
+                _k106: _d_NamedTupleDef(_e105) for _k106, _e105 in d["treespec_namedtuple_fields"].items()
+            },
+        }
+
+    def _d_GraphSignature(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "input_specs": [_d_InputSpec(_e108) for _e108 in d["input_specs"]],
+            "output_specs": [_d_OutputSpec(_e110) for _e110 in d["output_specs"]],
+        }
+
+    def _d_InputSpec(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "user_input":
+            return {"user_input": _d_UserInputSpec(d["user_input"])}
+        elif k == "parameter":
+            return {"parameter": _d_InputToParameterSpec(d["parameter"])}
+        elif k == "buffer":
+            return {"buffer": _d_InputToBufferSpec(d["buffer"])}
+        elif k == "tensor_constant":
+            return {"tensor_constant": _d_InputToTensorConstantSpec(d["tensor_constant"])}
+        elif k == "custom_obj":
+            return {"custom_obj": _d_InputToCustomObjSpec(d["custom_obj"])}
+        elif k == "token":
+            return {"token": _d_InputTokenSpec(d["token"])}
+        elif k == "constant_input":
+            return {"constant_input": _d_InputToConstantInputSpec(d["constant_input"])}
+        raise ValueError(k)
+
+    def _d_InputToBufferSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "buffer_name": d["buffer_name"],
+            "persistent": (_t111 if type(_t111 := d["persistent"]) is not float else _jf(_t111)),
+        }
+
+    def _d_InputToConstantInputSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+            "value": _d_ConstantValue(d["value"]),
+        }
+
+    def _d_InputToCustomObjSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_CustomObjArgument(d["arg"]),
+            "custom_obj_name": d["custom_obj_name"],
+        }
+
+    def _d_InputToParameterSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "parameter_name": d["parameter_name"],
+        }
+
+    def _d_InputToTensorConstantSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "tensor_constant_name": d["tensor_constant_name"],
+        }
+
+    def _d_InputTokenSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TokenArgument(d["arg"]),
+        }
+
+    def _d_LossOutputSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+        }
+
+    def _d_ModuleCallEntry(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "fqn": d["fqn"],
+            "signature": (None if (_t112 := d["signature"]) is None else _d_ModuleCallSignature(_t112)),
+        }
+
+    def _d_ModuleCallSignature(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "inputs": [_d_Argument(_e114) for _e114 in d["inputs"]],
+            "outputs": [_d_Argument(_e116) for _e116 in d["outputs"]],
+            "in_spec": d["in_spec"],
+            "out_spec": d["out_spec"],
+            "forward_arg_names": (None if (_t117 := d["forward_arg_names"]) is None else list(_t117)),
+        }
+
+    def _d_NamedArgument(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+            "arg": _d_Argument(d["arg"]),
+            "kind": (
+                None if (_t120 := d["kind"]) is None else (_t121 if type(_t121 := _t120) is not float else _jf(_t121))
+            ),
+        }
+
+    def _d_NamedTupleDef(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "field_names": list(d["field_names"]),
+        }
+
+    def _d_Node(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "target": d["target"],
+            "inputs": [_d_NamedArgument(_e125) for _e125 in d["inputs"]],
+            "outputs": [_d_Argument(_e127) for _e127 in d["outputs"]],
+            "metadata": {_k130: _e129 for _k130, _e129 in d["metadata"].items()},
+            "is_hop_single_tensor_return": (
+                None
+                if (_t131 := d["is_hop_single_tensor_return"]) is None
+                else (_t132 if type(_t132 := _t131) is not float else _jf(_t132))
+            ),
+            "name": (None if (_t133 := d["name"]) is None else _t133),
+        }
+
+    def _d_OptionalTensorArgument(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_tensor":
+            return {"as_tensor": _d_TensorArgument(d["as_tensor"])}
+        elif k == "as_none":
+            return {"as_none": (_t134 if type(_t134 := d["as_none"]) is not float else _jf(_t134))}
+        raise ValueError(k)
+
+    def _d_OutputSpec(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "user_output":
+            return {"user_output": _d_UserOutputSpec(d["user_output"])}
+        elif k == "loss_output":
+            return {"loss_output": _d_LossOutputSpec(d["loss_output"])}
+        elif k == "buffer_mutation":
+            return {"buffer_mutation": _d_BufferMutationSpec(d["buffer_mutation"])}
+        elif k == "gradient_to_parameter":
+            return {"gradient_to_parameter": _d_GradientToParameterSpec(d["gradient_to_parameter"])}
+        elif k == "gradient_to_user_input":
+            return {"gradient_to_user_input": _d_GradientToUserInputSpec(d["gradient_to_user_input"])}
+        elif k == "user_input_mutation":
+            return {"user_input_mutation": _d_UserInputMutationSpec(d["user_input_mutation"])}
+        elif k == "token":
+            return {"token": _d_OutputTokenSpec(d["token"])}
+        elif k == "parameter_mutation":
+            return {"parameter_mutation": _d_ParameterMutationSpec(d["parameter_mutation"])}
+        raise ValueError(k)
+
+    def _d_OutputTokenSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TokenArgument(d["arg"]),
+        }
+
+    def _d_ParameterMutationSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "parameter_name": d["parameter_name"],
+        }
+
+    def _d_PayloadConfig(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "config": {_k137: _d_PayloadMeta(_e136) for _k137, _e136 in d["config"].items()},
+        }
+
+    def _d_PayloadMeta(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "path_name": d["path_name"],
+            "is_param": (_t138 if type(_t138 := d["is_param"]) is not float else _jf(_t138)),
+            "use_pickle": (_t139 if type(_t139 := d["use_pickle"]) is not float else _jf(_t139)),
+            "tensor_meta": (None if (_t140 := d["tensor_meta"]) is None else _d_TensorMeta(_t140)),
+        }
+
+    def _d_RangeConstraint(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "min_val": (
+                None
+                if (_t141 := d["min_val"]) is None
+                else (_t142 if type(_t142 := _t141) is not float else _jf(_t142))
+            ),
+            "max_val": (
+                None
+                if (_t143 := d["max_val"]) is None
+                else (_t144 if type(_t144 := _t143) is not float else _jf(_t144))
+            ),
+        }
+
+    def _d_SchemaVersion(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "major": (_t145 if type(_t145 := d["major"]) is not float else _jf(_t145)),
+            "minor": (_t146 if type(_t146 := d["minor"]) is not float else _jf(_t146)),
+        }
+
+    def _d_SymBool(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_expr":
+            return {"as_expr": _d_SymExpr(d["as_expr"])}
+        elif k == "as_bool":
+            return {"as_bool": (_t147 if type(_t147 := d["as_bool"]) is not float else _jf(_t147))}
+        raise ValueError(k)
+
+    def _d_SymBoolArgument(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_name":
+            return {"as_name": d["as_name"]}
+        elif k == "as_bool":
+            return {"as_bool": (_t148 if type(_t148 := d["as_bool"]) is not float else _jf(_t148))}
+        raise ValueError(k)
+
+    def _d_SymExpr(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "expr_str": d["expr_str"],
+            "hint": (None if (_t149 := d["hint"]) is None else _d_SymExprHint(_t149)),
+        }
+
+    def _d_SymExprHint(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_int":
+            return {"as_int": (_t150 if type(_t150 := d["as_int"]) is not float else _jf(_t150))}
+        elif k == "as_bool":
+            return {"as_bool": (_t151 if type(_t151 := d["as_bool"]) is not float else _jf(_t151))}
+        elif k == "as_float":
+            return {"as_float": (_t152 if type(_t152 := d["as_float"]) is not float else _jf(_t152))}
+        raise ValueError(k)
+
+    def _d_SymFloat(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_expr":
+            return {"as_expr": _d_SymExpr(d["as_expr"])}
+        elif k == "as_float":
+            return {"as_float": (_t153 if type(_t153 := d["as_float"]) is not float else _jf(_t153))}
+        raise ValueError(k)
+
+    def _d_SymFloatArgument(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_name":
+            return {"as_name": d["as_name"]}
+        elif k == "as_float":
+            return {"as_float": (_t154 if type(_t154 := d["as_float"]) is not float else _jf(_t154))}
+        raise ValueError(k)
+
+    def _d_SymInt(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_expr":
+            return {"as_expr": _d_SymExpr(d["as_expr"])}
+        elif k == "as_int":
+            return {"as_int": (_t155 if type(_t155 := d["as_int"]) is not float else _jf(_t155))}
+        raise ValueError(k)
+
+    def _d_SymIntArgument(o: Any) -> Any:
+        d = o.__dict__
+        k = str(d["_type"])
+        if k == "as_name":
+            return {"as_name": d["as_name"]}
+        elif k == "as_int":
+            return {"as_int": (_t156 if type(_t156 := d["as_int"]) is not float else _jf(_t156))}
+        raise ValueError(k)
+
+    def _d_TensorArgument(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+        }
+
+    def _d_TensorMeta(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "dtype": (_t157 if type(_t157 := d["dtype"]) is not float else _jf(_t157)),
+            "sizes": [_d_SymInt(_e159) for _e159 in d["sizes"]],
+            "requires_grad": (_t160 if type(_t160 := d["requires_grad"]) is not float else _jf(_t160)),
+            "device": _d_Device(d["device"]),
+            "strides": [_d_SymInt(_e162) for _e162 in d["strides"]],
+            "storage_offset": _d_SymInt(d["storage_offset"]),
+            "layout": (_t163 if type(_t163 := d["layout"]) is not float else _jf(_t163)),
+        }
+
+    def _d_TokenArgument(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "name": d["name"],
+        }
+
+    def _d_UserInputMutationSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_TensorArgument(d["arg"]),
+            "user_input_name": d["user_input_name"],
+        }
+
+    def _d_UserInputSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_Argument(d["arg"]),
+        }
+
+    def _d_UserOutputSpec(o: Any) -> Any:
+        d = o.__dict__
+        return {
+            "arg": _d_Argument(d["arg"]),
+        }
+
+    return {
+        "AOTInductorModelPickleData": _d_AOTInductorModelPickleData,
+        "Argument": _d_Argument,
+        "BufferMutationSpec": _d_BufferMutationSpec,
+        "ComplexValue": _d_ComplexValue,
+        "ConstantValue": _d_ConstantValue,
+        "CustomObjArgument": _d_CustomObjArgument,
+        "Device": _d_Device,
+        "ExportedProgram": _d_ExportedProgram,
+        "ExternKernelNode": _d_ExternKernelNode,
+        "ExternKernelNodes": _d_ExternKernelNodes,
+        "GradientToParameterSpec": _d_GradientToParameterSpec,
+        "GradientToUserInputSpec": _d_GradientToUserInputSpec,
+        "Graph": _d_Graph,
+        "GraphArgument": _d_GraphArgument,
+        "GraphModule": _d_GraphModule,
+        "GraphSignature": _d_GraphSignature,
+        "InputSpec": _d_InputSpec,
+        "InputToBufferSpec": _d_InputToBufferSpec,
+        "InputToConstantInputSpec": _d_InputToConstantInputSpec,
+        "InputToCustomObjSpec": _d_InputToCustomObjSpec,
+        "InputToParameterSpec": _d_InputToParameterSpec,
+        "InputToTensorConstantSpec": _d_InputToTensorConstantSpec,
+        "InputTokenSpec": _d_InputTokenSpec,
+        "LossOutputSpec": _d_LossOutputSpec,
+        "ModuleCallEntry": _d_ModuleCallEntry,
+        "ModuleCallSignature": _d_ModuleCallSignature,
+        "NamedArgument": _d_NamedArgument,
+        "NamedTupleDef": _d_NamedTupleDef,
+        "Node": _d_Node,
+        "OptionalTensorArgument": _d_OptionalTensorArgument,
+        "OutputSpec": _d_OutputSpec,
+        "OutputTokenSpec": _d_OutputTokenSpec,
+        "ParameterMutationSpec": _d_ParameterMutationSpec,
+        "PayloadConfig": _d_PayloadConfig,
+        "PayloadMeta": _d_PayloadMeta,
+        "RangeConstraint": _d_RangeConstraint,
+        "SchemaVersion": _d_SchemaVersion,
+        "SymBool": _d_SymBool,
+        "SymBoolArgument": _d_SymBoolArgument,
+        "SymExpr": _d_SymExpr,
+        "SymExprHint": _d_SymExprHint,
+        "SymFloat": _d_SymFloat,
+        "SymFloatArgument": _d_SymFloatArgument,
+        "SymInt": _d_SymInt,
+        "SymIntArgument": _d_SymIntArgument,
+        "TensorArgument": _d_TensorArgument,
+        "TensorMeta": _d_TensorMeta,
+        "TokenArgument": _d_TokenArgument,
+        "UserInputMutationSpec": _d_UserInputMutationSpec,
+        "UserInputSpec": _d_UserInputSpec,
+        "UserOutputSpec": _d_UserOutputSpec,
     }
