@@ -219,6 +219,8 @@ class LazyDocument(ModuleRendering):
         self._closed = True
         self._stack_cache: dict[tuple[int, int], str] = {}
         self._module_cache: dict[tuple[int, int], str] = {}
+        # Module-trie paths already walked, per row: a new row reads one level and reuses its parent's.
+        self._module_paths: dict[int, tuple[ModuleKey, ...]] = {0: ()}
         self._name_table: dict[bytes, int] | None = None
         # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
         # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
@@ -592,8 +594,10 @@ class LazyDocument(ModuleRendering):
         parent, key, path, typ, method = t["parent"], t["key"], t["path"], t["type"], t["method"]
         s = self._string
         self._ref("modules", module, "modules", "module")
+        known = self._module_paths
         out = []
-        while module:
+        start = module
+        while module not in known:
             up = parent[module]
             if up >= module:
                 raise IntegrityError(
@@ -612,7 +616,10 @@ class LazyDocument(ModuleRendering):
             )
             module = up
         out.reverse()
-        return out
+        path = known[module] + tuple(out)
+        if len(known) < 1 << 16:  # bounded: a hostile file cannot make this cache grow without end
+            known[start] = path
+        return list(path)
 
     def source_text(self, source: int) -> str:
         """The full text of TorchScript source ``source``."""

@@ -132,3 +132,12 @@ def test_bad_etrecords_are_one_line_errors() -> None:
         import_etrecord(ETRECORD.read_bytes(), methods=["nope"])
     with pytest.raises(InputError):
         import_etrecord(_zip({**good, "edge_dialect_exported_program/forward": b"[1]"}))
+
+
+def test_the_edge_program_comes_back_byte_for_byte(forward: tracepack.Document) -> None:
+    """Nothing of ExecuTorch's program JSON is lost on the way into the document."""
+    from tracepack.torch.export.model_json import export_model_json
+
+    member = zipfile.ZipFile(ETRECORD).read("edge_dialect_exported_program/forward")
+    assert export_model_json(forward) == member
+    assert export_model_json(tracepack.loads(tracepack.dumps(forward, codec="columnar"))) == member

@@ -26,6 +26,8 @@ from tracepack.traces import parse_nn_module_stack
 
 __all__ = [
     "METHOD_EXTENSION",
+    "decode_groups",
+    "encode_groups",
     "HandleAnswer",
     "InstructionAnswer",
     "NodeAnswer",
@@ -41,6 +43,47 @@ class _Doc(Protocol):  # what Document and LazyDocument both offer
     def node(self, key: str | int) -> Any: ...
     def debug_handle(self, handle: int) -> Any: ...
     def extension(self, name: str) -> str | None: ...
+
+
+def _deltas(values: list[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *values], values, strict=False)]
+
+
+def _undelta(values: list[int]) -> list[int]:
+    out, acc = [], 0
+    for v in values:
+        acc += v
+        out.append(acc)
+    return out
+
+
+def encode_groups(groups: dict[int, list[int]]) -> dict[str, list[int]]:
+    """``{key: [values]}`` (keys ascending) as delta-coded columns, compact in JSON and after zstd:
+    ``keys`` and ``values`` delta-coded, ``counts`` (values per key) left out when every count is 1."""
+    keys = sorted(groups)
+    counts = [len(groups[k]) for k in keys]
+    values = [v for k in keys for v in groups[k]]
+    out = {"keys": _deltas(keys), "values": _deltas(values)}
+    if any(c != 1 for c in counts):
+        out["counts"] = counts
+    return out
+
+
+def decode_groups(obj: Any, where: str) -> dict[int, list[int]]:
+    """:func:`encode_groups`' columns back as ``{key: [values]}``; DecodeError when they do not fit."""
+    try:
+        keys, values = _undelta(obj["keys"]), _undelta(obj["values"])
+        counts = obj.get("counts") or [1] * len(keys)
+        if len(counts) != len(keys) or sum(counts) != len(values) or min(counts, default=0) < 0:
+            raise ValueError("counts do not match")
+        out: dict[int, list[int]] = {}
+        pos = 0
+        for k, c in zip(keys, counts, strict=True):
+            out[int(k)] = [int(v) for v in values[pos : pos + c]]
+            pos += c
+        return out
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DecodeError(f"malformed {METHOD_EXTENSION} extension ({exc})", where=where) from None
 
 
 def op_name(target: str) -> str:
@@ -136,6 +179,8 @@ class Symbolicator:
         self.lite_table = lite_table
         self._info: dict[str, Any] | None = None
         self._handle_cache: dict[int, HandleAnswer] = {}
+        self._instructions: dict[int, list[int]] | None = None
+        self._handle_nodes: dict[int, list[int]] | None = None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -153,6 +198,22 @@ class Symbolicator:
                     ) from None
                 self._info = value if type(value) is dict else {}
         return self._info
+
+    @property
+    def instructions(self) -> dict[int, list[int]]:
+        """ExecuTorch's ``debug_handle_map`` of the method: instruction id -> debug handles."""
+        if self._instructions is None:
+            obj = self.info.get("instructions")
+            self._instructions = decode_groups(obj, "$.instructions") if obj else {}
+        return self._instructions
+
+    @property
+    def handle_nodes(self) -> dict[int, list[int]]:
+        """Debug handle -> the indices of the graph nodes behind it."""
+        if self._handle_nodes is None:
+            obj = self.info.get("handle_nodes")
+            self._handle_nodes = decode_groups(obj, "$.handle_nodes") if obj else {}
+        return self._handle_nodes
 
     @property
     def method(self) -> str:
@@ -177,7 +238,7 @@ class Symbolicator:
         except UsageError:
             raise NotFoundError(f"no debug handle {handle}", source=self.source) from None
         nodes: tuple[NodeAnswer, ...] = ()
-        ix = self.info.get("handle_nodes", {}).get(str(handle)) if self.info else None
+        ix = self.handle_nodes.get(handle)
         if ix:
             nodes = tuple(self._node(i) for i in ix)
         answer = HandleAnswer(
@@ -217,7 +278,7 @@ class Symbolicator:
             return InstructionAnswer(self.method, chain, instruction, n.target, n.stack_trace)
         if info.get("format") == "etrecord":
             # ExecuTorch's debug_handle_map is keyed by instruction id alone (chains are not used).
-            handles = info.get("instructions", {}).get(str(instruction))
+            handles = self.instructions.get(instruction)
             if handles is None:
                 raise NotFoundError(
                     f"no instruction {chain}:{instruction} in the debug_handle_map of {self.method!r}",

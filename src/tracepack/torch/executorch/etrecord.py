@@ -36,6 +36,7 @@ from tracepack import model as m
 from tracepack.document import Document
 from tracepack.errors import LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, open_archive
+from tracepack.runtime.symbols import encode_groups
 from tracepack.traces import Provenance
 
 __all__ = [
@@ -244,8 +245,8 @@ def with_handles(
     info = {
         "format": "etrecord",
         "method": method,
-        "instructions": instructions or {},
-        "handle_nodes": {str(h): ix for h, ix in rows},
+        "instructions": encode_groups({int(i): hs for i, hs in (instructions or {}).items()}),
+        "handle_nodes": encode_groups(dict(rows)),
         "delegate_map": delegate_map or {},
         "num_outs": num_outs or {},
         "recomputed": recomputed or recompute,
