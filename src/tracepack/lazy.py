@@ -616,10 +616,10 @@ class LazyDocument(ModuleRendering):
             )
             module = up
         out.reverse()
-        path = known[module] + tuple(out)
+        walked = known[module] + tuple(out)
         if len(known) < 1 << 16:  # bounded: a hostile file cannot make this cache grow without end
-            known[start] = path
-        return list(path)
+            known[start] = walked
+        return list(walked)
 
     def source_text(self, source: int) -> str:
         """The full text of TorchScript source ``source``."""
