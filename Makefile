@@ -5,22 +5,29 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 TORCH_STAMP := $(VENV)/.installed-torch
 # torch is pinned exactly: a looser pin pulls the newest build with gigabytes of CUDA packages.
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz clean
+.PHONY: help venv venv-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
 venv: $(STAMP) ## Create .venv and install tracepack with its test and dev tools
+
+# `make demo` needs tracepack and its runtime dependencies only, not the test and dev tools.
+$(RUN_STAMP): pyproject.toml setup.py
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
 
 $(TORCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check '$(TORCH_PIN)'
@@ -29,8 +36,11 @@ $(TORCH_STAMP): $(STAMP)
 
 venv-torch: $(TORCH_STAMP) ## Also install torch 2.13.0 (CPU) for the torch bridge and its tests
 
-demo: $(STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
+demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
 	$(BIN)/tracepack demo
+
+smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
+	$(BIN)/python scripts/smoke_wheel.py
 
 test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profile on CI)
 	$(BIN)/python -m pytest

@@ -14,9 +14,13 @@ DATA_PACKAGES = {
     "tracepack_generated.fbs": ("generated/fbs", ["*.fbs"]),
 }
 
+CODE = find_namespace_packages("src", exclude=["*.__pycache__"])
+#: Every folder under src/tracepack/data/ (samples, built-in zstd dictionaries, ...) ships whole.
+BUNDLED = {name: ["*"] for name in CODE if name.startswith("tracepack.data.")}
+
 setup(
     packages=[
-        *find_namespace_packages("src", exclude=["*.__pycache__"]),
+        *CODE,
         *find_packages("generated/python", exclude=["*.fb"]),
         *DATA_PACKAGES,
     ],
@@ -29,7 +33,7 @@ setup(
     include_package_data=False,
     package_data={
         "tracepack": ["py.typed"],
-        "tracepack.data.sample": ["*"],
+        **BUNDLED,
         "tracepack_generated": ["py.typed"],
         **{name: patterns for name, (_, patterns) in DATA_PACKAGES.items()},
     },
