@@ -102,10 +102,18 @@ class Generated:
         return raw
 
 
+_BY_ID: dict[int, tuple[Schema, Generated]] = {}
+
+
 def generated(schema: Schema) -> Generated:
+    """The generated code of ``schema`` (built once per distinct schema)."""
+    hit = _BY_ID.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     key = _key(schema)
     if key not in _CACHE:
         _CACHE[key] = Generated(schema)
+    _BY_ID[id(schema)] = (schema, _CACHE[key])
     return _CACHE[key]
 
 
@@ -280,10 +288,12 @@ class _Sampler:
     seed: int
     #: Enum values and union variants a sample may use: (type, member) -> allowed.
     allowed: Callable[[str, str], bool]
+    #: Integer ranges narrower than a field's type, by ``id()`` of the field.
+    limits: dict[int, tuple[int, int]]
 
     def scalar(self, f: Field | None, t: TypeRef, k: int) -> Any:
         """Value number ``k`` (0: the default, or a plain value) of a scalar type."""
-        if f is not None and f.deprecated:
+        if f is not None and f.deprecated and f.type == t:
             return _zero(f, t, self)
         if k % 4 == 0 and f is not None and f.has_default and f.type.kind != "list":
             return _default(f, self.g, self.schema)
@@ -297,7 +307,7 @@ class _Sampler:
         if t.name == "bool":
             return bool(k % 2)
         if t.is_int:
-            lo, hi = INT_RANGES[t.name]
+            lo, hi = self.limits.get(id(f), INT_RANGES[t.name]) if f is not None else INT_RANGES[t.name]
             return [lo if lo else 1, hi, lo, 7][k % 4]
         if t.name == "f32":  # values an f32 holds exactly
             return [0.5, float("nan"), float("-inf"), 1.5, -0.0, 65504.0][k % 6]
@@ -318,6 +328,8 @@ class _Sampler:
             u = self.schema.unions[t.name]
             variants = [v for v in u.variants if self.allowed(u.name, v.name)]
             v = variants[k % len(variants)]
+            if depth > 8:  # a recursive schema: end with the variant of fewest fields
+                v = min(variants, key=lambda v: len(self.schema.structs[v.type].fields))
             return self.struct(self.schema.structs[v.type], depth + 1)
         if t.kind == "list":
             assert t.item is not None
@@ -326,7 +338,7 @@ class _Sampler:
             n = 3
             if t.item.kind == "union":
                 n = max(3, len(self.schema.unions[t.item.name].variants))
-            return [self.value(None, t.item, depth, k + i) for i in range(n)]
+            return [self.value(f, t.item, depth, k + i) for i in range(n)]
         return self.scalar(f, t, k)
 
     def struct(self, s: Struct, depth: int) -> Any:
@@ -356,14 +368,22 @@ class _Sampler:
         if f.type.kind != "list":
             return self.value(f, f.type, 1, self.seed + f.id)
         assert f.type.item is not None
-        if f.deprecated or (f.sparse and self.seed % 2 == 0):
+        if (f.deprecated or f.sparse) and (f.sparse or f.pool) and (f.deprecated or self.seed % 2 == 0):
             return []
+        if f.deprecated:
+            return [_zero_of(f.type.item, self) for _ in range(_ROWS)]
         own = any(t.type.name == s.name for t in self.schema.ref_targets().values() if t.name == f.ref)
-        n = 2 if f.pool else _ROWS
+        n = 2 if f.pool else self.rows(s)
         if f.ref is not None:
             size = self.sizes[f.ref]
-            return [self.ref(f, i if f.trie else self.seed + i, size, own) for i in range(n)]
-        return [self.value(None, f.type.item, 1, self.seed + i) for i in range(n)]
+            return [self.ref(f, i if f.trie else self.seed + f.id + i, size, own) for i in range(n)]
+        return [self.value(f, f.type.item, 1, self.seed + f.id + i) for i in range(n)]
+
+    def rows(self, s: Struct) -> int:
+        """Rows of a table: tables that references point into keep row 0; others are empty in seed 3."""
+        referenced = {f.ref for t in self.schema.structs.values() for f in t.fields if f.ref is not None}
+        targets = {t.type.name for name, t in self.schema.ref_targets().items() if name in referenced}
+        return _ROWS if s.name in targets or self.seed != 3 else 0
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -393,6 +413,10 @@ def _zero(f: Field, t: TypeRef, s: _Sampler) -> Any:
         return [] if t.kind == "list" else _default(f, s.g, s.schema)
     if f.optional:
         return None
+    return _zero_of(t, s)
+
+
+def _zero_of(t: TypeRef, s: _Sampler) -> Any:
     if t.kind == "list":
         return []
     if t.kind in ("str", "bytes"):
@@ -401,13 +425,26 @@ def _zero(f: Field, t: TypeRef, s: _Sampler) -> Any:
         return getattr(s.g.model, t.name)(s.schema.enums[t.name].values[0].value)
     if t.kind == "scalar":
         return False if t.name == "bool" else 0.0 if t.name in ("f32", "f64") else 0
-    return s.value(f, t, 9, 0)
+    return s.value(None, t, 9, 0)
 
 
-def sample(schema: Schema, seed: int, allowed: Callable[[str, str], bool] | None = None) -> Any:
+_SAMPLES: dict[tuple[str, int], Any] = {}
+
+
+def sample(
+    schema: Schema,
+    seed: int,
+    allowed: Callable[[str, str], bool] | None = None,
+    limits: dict[int, tuple[int, int]] | None = None,
+) -> Any:
     """A valid document of ``schema`` (see the module doc), varied by ``seed``."""
+    if allowed is None and not limits:
+        key = (_key(schema), seed)
+        if key not in _SAMPLES:
+            _SAMPLES[key] = sample(schema, seed, lambda t, m: True)
+        return _SAMPLES[key]
     g = generated(schema)
-    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True)).root()
+    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}).root()
     g.validate(raw)
     return raw
 
@@ -444,6 +481,28 @@ def _counterparts(a: Schema, b: Schema, identity: Identity) -> Callable[[str, st
     return allowed
 
 
+def _old_ranges(a: Schema, b: Schema, identity: Identity) -> dict[int, tuple[int, int]]:
+    """Integer fields of ``b`` whose counterpart in ``a`` holds fewer values: the common range.
+
+    A newer writer that uses a promoted field's wider range writes a file older readers refuse,
+    loudly; like a new enum value, that is allowed, so files for older readers stay in range."""
+    out: dict[int, tuple[int, int]] = {}
+    for sb in b.structs.values():
+        sa = a.structs.get(identity.type_of(sb.name))
+        if sa is None:
+            continue
+        by_name = {f.name: f for f in sa.fields}
+        for g in sb.fields:
+            f = by_name.get(identity.member_of(sb.name, g.name))
+            if f is None:
+                continue
+            ta, tb = f.type.item or f.type, g.type.item or g.type
+            if ta.is_int and tb.is_int:
+                (lo, hi), (nlo, nhi) = INT_RANGES[ta.name], INT_RANGES[tb.name]
+                out[id(g)] = (max(lo, nlo), min(hi, nhi))
+    return out
+
+
 SEEDS = (0, 1, 2, 3)
 
 
@@ -456,7 +515,7 @@ def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Ou
     for seed in SEEDS:
         reads.append(("old file, new reader", old, go, new, gn, sample(old, seed), identity))
         try:
-            newer = sample(new, seed, _counterparts(old, new, identity))
+            newer = sample(new, seed, _counterparts(old, new, identity), _old_ranges(old, new, identity))
         except (IndexError, ZeroDivisionError):
             continue  # every value of some enum or union is new: nothing an older reader could read
         reads.append(("new file, old reader", new, gn, old, go, newer, identity.inverse()))

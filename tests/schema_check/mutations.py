@@ -21,24 +21,46 @@ from hypothesis import strategies as st
 from tests.schema_check.differential import Identity
 from tracepack.codegen.check import load_schemas
 from tracepack.codegen.emit_fbs import fbs_field_ids
-from tracepack.codegen.model import Enum, EnumValue, Field, Schema, Struct, TypeRef, Union, Variant
+from tracepack.codegen.model import Enum, EnumValue, Field, Schema, Struct, TypeRef, Union, Variant, build_model
+from tracepack.codegen.parse import RawEnum, RawEnumValue, RawField, RawMeta, RawSchema, RawStruct, RawUnion, RawVariant
+from tracepack.errors import SchemaError
 
-__all__ = ["COMPATIBLE", "EXPECTED", "MUTATIONS", "Mutation", "base_schema", "compatible_changes"]
+__all__ = [
+    "CHAINS",
+    "COMPATIBLE",
+    "Chain",
+    "EXPECTED",
+    "MUTATIONS",
+    "Mutation",
+    "base_schema",
+    "compatible_changes",
+    "revalidate",
+    "valid",
+]
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 ALL = ("json", "msgpack", "flatbuffers", "columnar")
 
 #: rule -> (bump, codecs it breaks), written down independently of tracepack.schema_check.rules.
 EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "SCHEMA_NAME_CHANGED": ("major", ("flatbuffers",)),
+    # The name only names generated code (the FlatBuffers namespace): no byte changes.
+    "SCHEMA_NAME_CHANGED": ("minor", ()),
     "ROOT_CHANGED": ("major", ALL),
     "FILE_IDENTIFIER_CHANGED": ("major", ("flatbuffers",)),
     "STRUCT_ADDED": ("minor", ()),
-    "STRUCT_REMOVED": ("major", ALL),
+    # What held a removed type changed too (a finding of its own); the type itself is not on the wire.
+    "STRUCT_REMOVED": ("minor", ()),
+    # No codec writes type names.
+    "STRUCT_RENAMED": ("minor", ()),
+    "ENUM_RENAMED": ("minor", ()),
+    "UNION_RENAMED": ("minor", ()),
+    # msgspec writes a variant's tag first in its array wherever the struct appears.
+    "STRUCT_BECAME_VARIANT": ("major", ("msgpack",)),
+    "STRUCT_NO_LONGER_VARIANT": ("major", ("msgpack",)),
     "ENUM_ADDED": ("minor", ()),
-    "ENUM_REMOVED": ("major", ALL),
+    "ENUM_REMOVED": ("minor", ()),
     "UNION_ADDED": ("minor", ()),
-    "UNION_REMOVED": ("major", ALL),
+    "UNION_REMOVED": ("minor", ()),
     "FIELD_ADDED": ("minor", ()),
     "FIELD_ADDED_WITHOUT_DEFAULT": ("major", ALL),
     "COLUMN_ADDED_NOT_SPARSE": ("major", ALL),
@@ -48,12 +70,15 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_FB_ID_CHANGED": ("major", ("flatbuffers",)),
     "FIELD_ID_REUSED": ("forbidden", ALL),
     "FIELD_DEPRECATED_REUSED": ("forbidden", ALL),
+    "FIELD_NAME_REUSED": ("forbidden", ALL),
+    "RESERVED_DROPPED": ("forbidden", ()),
     "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers",)),
     "FIELD_TYPE_CHANGED": ("major", ALL),
-    "FIELD_DEFAULT_CHANGED": ("forbidden", ALL),
-    # columnar writes every column that has rows, defaults included: older readers find it.
-    "FIELD_DEFAULT_ADDED": ("major", ("json", "msgpack", "flatbuffers")),
-    "FIELD_DEFAULT_REMOVED": ("major", ALL),
+    # JSON and FlatBuffers omit a value equal to the default; MessagePack (array-like structs) and
+    # columnar write every value.
+    "FIELD_DEFAULT_CHANGED": ("forbidden", ("json", "flatbuffers")),
+    "FIELD_DEFAULT_ADDED": ("major", ("json", "flatbuffers")),
+    "FIELD_DEFAULT_REMOVED": ("major", ("json", "flatbuffers")),
     "FIELD_MADE_OPTIONAL": ("major", ALL),
     "FIELD_MADE_REQUIRED": ("major", ALL),
     "FIELD_DEPRECATED": ("minor", ()),
@@ -69,6 +94,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "ENUM_VALUE_RENAMED": ("major", ("json",)),
     "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers", "columnar")),
     "ENUM_VALUE_DEPRECATED_REUSED": ("forbidden", ALL),
+    "ENUM_VALUE_NUMBER_REUSED": ("forbidden", ALL),
+    "ENUM_VALUE_NAME_REUSED": ("forbidden", ("msgpack", "flatbuffers", "columnar")),
     "ENUM_VALUE_DEPRECATED": ("minor", ()),
     "ENUM_VALUE_UNDEPRECATED": ("minor", ()),
     "UNION_VARIANT_ADDED": ("minor", ()),
@@ -116,12 +143,12 @@ _SCALAR["f32"], _SCALAR["f64"] = TypeRef("scalar", "f32"), TypeRef("scalar", "f6
 _STR = TypeRef("str", "str")
 #: Widenings: type -> types that hold all its values.
 _WIDER = {
-    "u8": ["u16", "u32", "u64", "i16", "i32", "i64"],
-    "u16": ["u32", "u64", "i32", "i64"],
-    "u32": ["u64", "i64"],
-    "i8": ["i16", "i32", "i64"],
-    "i16": ["i32", "i64"],
-    "i32": ["i64"],
+    "u8": ["u16", "u32", "u64", "i16", "i32", "i64", "f32", "f64"],
+    "u16": ["u32", "u64", "i32", "i64", "f32", "f64"],
+    "u32": ["u64", "i64", "f64"],
+    "i8": ["i16", "i32", "i64", "f32", "f64"],
+    "i16": ["i32", "i64", "f32", "f64"],
+    "i32": ["i64", "f64"],
     "f32": ["f64"],
 }
 
@@ -674,12 +701,9 @@ def type_added(draw: st.DrawFn) -> Mutation:
 
 @st.composite
 def type_removed(draw: st.DrawFn) -> Mutation:
-    s0 = base_schema()
-    kind = draw(st.sampled_from(["struct", "enum", "union"]))
-    group: dict[str, object] = dict(getattr(s0, f"{kind}s"))
-    name = draw(st.sampled_from(sorted(group)))
-    del group[name]
-    return _m(s0, replace(s0, **{f"{kind}s": group}), (f"{kind.upper()}_REMOVED", name))
+    """A type nothing holds, removed (a type something holds cannot be: the schema would not load)."""
+    m = draw(type_added())
+    return _m(m.new, m.old, *[(rule.replace("_ADDED", "_REMOVED"), where) for rule, where in m.expect])
 
 
 @st.composite
@@ -696,6 +720,147 @@ def schema_setting_changed(draw: st.DrawFn) -> Mutation:
         )
     ident = draw(st.from_regex(r"[A-Z0-9]{4}", fullmatch=True).filter(lambda s: s != s0.file_identifier))
     return _m(s0, replace(s0, file_identifier=ident), ("FILE_IDENTIFIER_CHANGED", "schema.file_identifier"))
+
+
+def _rename_type(schema: Schema, old: str, new: str) -> Schema:
+    """``schema`` with type ``old`` called ``new``, every use following."""
+
+    def t(ref: TypeRef) -> TypeRef:
+        if ref.item is not None:
+            return TypeRef(ref.kind, ref.name, t(ref.item))
+        return TypeRef(ref.kind, new) if ref.name == old and ref.kind in ("struct", "enum", "union") else ref
+
+    structs = {
+        (new if k == old else k): replace(
+            v, name=new if k == old else k, fields=tuple(replace(f, type=t(f.type)) for f in v.fields)
+        )
+        for k, v in schema.structs.items()
+    }
+    enums = {(new if k == old else k): replace(v, name=new if k == old else k) for k, v in schema.enums.items()}
+    unions = {
+        (new if k == old else k): replace(
+            v,
+            name=new if k == old else k,
+            variants=tuple(replace(x, type=new if x.type == old else x.type) for x in v.variants),
+        )
+        for k, v in schema.unions.items()
+    }
+    return replace(schema, structs=structs, enums=enums, unions=unions, root=new if schema.root == old else schema.root)
+
+
+@st.composite
+def type_renamed(draw: st.DrawFn) -> Mutation:
+    """A struct, enum or union renamed, every use following: no codec writes type names."""
+    s0 = base_schema()
+    name = draw(st.sampled_from(sorted([*s0.structs, *s0.enums, *s0.unions])))
+    kind = "struct" if name in s0.structs else "enum" if name in s0.enums else "union"
+    new_name = draw(_fresh_type(s0))
+    return _m(
+        s0,
+        _rename_type(s0, name, new_name),
+        (f"{kind.upper()}_RENAMED", new_name),
+        identity=Identity(types=((new_name, name),)),
+    )
+
+
+@cache
+def _plain_structs() -> list[str]:
+    """Structs that fields hold and that could become variants of Argument (no recursion, no `kind`)."""
+    schema, u = base_schema(), _argument()
+    held = {(f.type.item or f.type).name for s in schema.structs.values() for f in s.fields}
+    out = []
+    for name, s in schema.structs.items():
+        if name not in held or s.variant_of is not None:
+            continue
+        try:
+            revalidate(set_union(schema, u, [*u.variants, Variant("x", 255, name, "t")]))
+        except SchemaError:
+            continue
+        out.append(name)
+    return sorted(out)
+
+
+@st.composite
+def struct_variant_changed(draw: st.DrawFn) -> Mutation:
+    """A struct that fields hold becomes a variant of Argument too (or stops being one)."""
+    s0, u = base_schema(), _argument()
+    name = draw(st.sampled_from(_plain_structs()))
+    v = Variant(draw(_fresh({v.name for v in u.variants})), draw(_unused_id(u)), name, "test")
+    with_variant = revalidate(set_union(s0, u, [*u.variants, v]))  # the struct's variant_of follows
+    if draw(st.booleans()):
+        return _m(with_variant, s0, ("STRUCT_NO_LONGER_VARIANT", name), ("UNION_VARIANT_REMOVED", f"{u.name}.{v.name}"))
+    return _m(s0, with_variant, ("STRUCT_BECAME_VARIANT", name), ("UNION_VARIANT_ADDED", f"{u.name}.{v.name}"))
+
+
+@st.composite
+def float_default_kept(draw: st.DrawFn) -> Mutation:
+    """A float field with a NaN or infinite default, unchanged, next to an addition: only the addition."""
+    s0 = base_schema()
+    s = _struct(draw, s0, lambda s: not s.table)
+    default = draw(st.sampled_from([float("nan"), float("inf"), float("-inf"), -0.0]))
+    f = new_field(draw(_fresh({f.name for f in s.fields})), len(s.fields), _SCALAR["f64"], default=default)
+    old = set_fields(s0, s, [*s.fields, f])
+    g = new_field(draw(_fresh({f.name for f in s.fields} | {f.name})), len(s.fields) + 1, _SCALAR["u32"], default=0)
+    new = set_fields(s0, s, [*s.fields, replace(f, default=float(str(default))), g])
+    return _m(old, new, ("FIELD_ADDED", _where(s, g)))
+
+
+# -- chains of releases: retired in one, reused in a later one -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Chain(Mutation):
+    """OLD -> MIDDLE -> NEW: ``expect`` is what NEW against OLD shows, given MIDDLE in between."""
+
+    middle: Schema | None = None
+
+    def __repr__(self) -> str:
+        return f"Chain(expect={sorted(self.expect)})"
+
+
+@st.composite
+def chain_field_reused(draw: st.DrawFn) -> Mutation:
+    """The last field of a struct removed (a major release), then its id or name given to another."""
+    s0 = base_schema()
+    s = _struct(draw, s0, lambda s: len(s.fields) >= 2 and not s.table and _no_union(s))
+    gone = s.fields[-1]
+    middle = set_fields(s0, s, list(s.fields[:-1]))
+    same_name = draw(st.booleans())
+    name = gone.name if same_name else draw(_fresh({f.name for f in s.fields}))
+    t, default = draw(_DEFAULTED.filter(lambda td: td[0] != gone.type or not same_name))
+    again = new_field(name, gone.id, t, default=default)
+    rule = "FIELD_NAME_REUSED" if same_name else "FIELD_ID_REUSED"
+    new = set_fields(s0, s, [*s.fields[:-1], again])
+    return Chain(s0, new, frozenset({(rule, _where(s, again))}), Identity(), middle)
+
+
+@st.composite
+def chain_enum_value_reused(draw: st.DrawFn) -> Mutation:
+    """An enum value removed (a major release), then its number or its name given to another."""
+    s0 = base_schema()
+    e = _enum(draw, s0, 2)
+    defaults = {f.default for s in s0.structs.values() for f in s.fields if f.type.name == e.name}
+    gone = draw(st.sampled_from([v for v in e.values if v.name not in defaults]))
+    middle = set_enum(s0, e, [v for v in e.values if v is not gone])
+    if draw(st.booleans()):
+        back = EnumValue(draw(_fresh({v.name for v in e.values})), gone.value, "test")
+        rule = "ENUM_VALUE_NUMBER_REUSED"
+    else:
+        back = EnumValue(gone.name, draw(_unused_value(e)), "test")
+        rule = "ENUM_VALUE_NAME_REUSED"
+    new = set_enum(s0, e, [back if v is gone else v for v in e.values])
+    return Chain(s0, new, frozenset({(rule, f"{e.name}.{back.name}")}), Identity(), middle)
+
+
+@st.composite
+def chain_variant_reused(draw: st.DrawFn) -> Mutation:
+    """A union variant removed (a major release), then its id given to another variant."""
+    s0, u = base_schema(), _argument()
+    gone = draw(st.sampled_from(u.variants))
+    middle = set_union(s0, u, [v for v in u.variants if v is not gone])
+    back = Variant(draw(_fresh({v.name for v in u.variants})), gone.id, gone.type, "test")
+    new = set_union(s0, u, [back if v is gone else v for v in u.variants])
+    return Chain(s0, new, frozenset({("UNION_VARIANT_ID_REUSED", f"{u.name}.{back.name}")}), Identity(), middle)
 
 
 #: name -> (the rules the mutation may be reported as, strategy).
@@ -747,6 +912,18 @@ MUTATIONS: dict[str, tuple[tuple[str, ...], st.SearchStrategy[Mutation]]] = {
         ("SCHEMA_NAME_CHANGED", "ROOT_CHANGED", "FILE_IDENTIFIER_CHANGED"),
         schema_setting_changed(),
     ),
+    "type_renamed": (("STRUCT_RENAMED", "ENUM_RENAMED", "UNION_RENAMED"), type_renamed()),
+    "struct_variant_changed": (
+        ("STRUCT_BECAME_VARIANT", "STRUCT_NO_LONGER_VARIANT", "UNION_VARIANT_ADDED", "UNION_VARIANT_REMOVED"),
+        struct_variant_changed(),
+    ),
+    "float_default_kept": (("FIELD_ADDED",), float_default_kept()),
+    "chain_field_id_reused": (("FIELD_ID_REUSED", "FIELD_NAME_REUSED"), chain_field_reused()),
+    "chain_enum_number_reused": (
+        ("ENUM_VALUE_NUMBER_REUSED", "ENUM_VALUE_NAME_REUSED"),
+        chain_enum_value_reused(),
+    ),
+    "chain_variant_id_reused": (("UNION_VARIANT_ID_REUSED",), chain_variant_reused()),
 }
 
 #: Mutations whose every finding is minor (or none): each alone, and any mix, needs a minor bump.
@@ -792,3 +969,83 @@ def _changed_types(base: Schema, changed: Schema) -> set[str]:
         b, c = getattr(base, group), getattr(changed, group)
         out |= {name for name, t in c.items() if b.get(name) != t}
     return out
+
+
+# -- validity ------------------------------------------------------------------------------------------
+
+
+def revalidate(schema: Schema) -> Schema:
+    """``schema`` rebuilt through the language's rules (raises SchemaError if it breaks one).
+
+    Mutations edit the IR directly; rebuilding recomputes what the IR derives (which struct is
+    which union's variant) exactly as loading a file would.
+    """
+    raw = RawSchema(
+        schema=RawMeta(
+            name=schema.name,
+            version=schema.version,
+            status="draft" if schema.status != "released" else "released",
+            root=schema.root,
+            file_identifier=schema.file_identifier,
+            doc=schema.doc or "-",
+        ),
+        structs={
+            s.name: RawStruct(
+                doc=s.doc or "-",
+                table=s.table,
+                fields={
+                    f.name: RawField(
+                        id=f.id,
+                        type=str(f.type),
+                        doc=f.doc or "-",
+                        default=f.default if f.has_default else None,
+                        optional=f.optional,
+                        ref=f.ref,
+                        null=f.null,
+                        trie=f.trie,
+                        sparse=f.sparse,
+                        pool=f.pool,
+                        deprecated=f.deprecated,
+                    )
+                    for f in s.fields
+                },
+            )
+            for s in schema.structs.values()
+        },
+        enums={
+            e.name: RawEnum(
+                doc=e.doc or "-",
+                type=e.type,  # type: ignore[arg-type]
+                values={
+                    v.name: RawEnumValue(value=v.value, doc=v.doc or "-", deprecated=v.deprecated) for v in e.values
+                },
+            )
+            for e in schema.enums.values()
+        },
+        unions={
+            u.name: RawUnion(
+                doc=u.doc or "-",
+                variants={
+                    v.name: RawVariant(id=v.id, type=v.type, doc=v.doc or "-", deprecated=v.deprecated)
+                    for v in u.variants
+                },
+            )
+            for u in schema.unions.values()
+        },
+    )
+    return build_model(raw, source=schema.source, text=schema.text, sha256=schema.sha256)
+
+
+def valid(m: Mutation) -> Mutation | None:
+    """``m`` with both schemas rebuilt, or None when a mutation broke a rule of the language."""
+    try:
+        if isinstance(m, Chain):
+            assert m.middle is not None
+            return replace(m, old=revalidate(m.old), middle=revalidate(m.middle), new=revalidate(m.new))
+        return replace(m, old=revalidate(m.old), new=revalidate(m.new))
+    except SchemaError:
+        return None
+
+
+#: Mutations that are chains of three releases (``Chain``): the reuse shows against the first only.
+CHAINS = ["chain_enum_number_reused", "chain_field_id_reused", "chain_variant_id_reused"]

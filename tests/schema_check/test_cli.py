@@ -47,11 +47,11 @@ def test_major_change_declared_minor(capsys: pytest.CaptureFixture[str]) -> None
         """\
 check base-1.0.toml (1.0, released) -> major-1.1.toml (1.1, draft)
   major FIELD_RENAMED Point.left: field 0 was named `x`: JSON files key it by name [breaks json, columnar]
-  major FIELD_REMOVED Doc.title: field 4 (u32) was removed [breaks json, msgpack, flatbuffers, columnar]
+  major FIELD_REMOVED Label.text: field 0 (str) was removed [breaks json, msgpack, flatbuffers, columnar]
 FAIL: the changes need a major bump to 2.0, but major-1.1.toml declares 1.1, a minor bump
 Ways out (1-2 together to keep 1.1, or 3):
   1. keep the name `Point.x` (FIELD_RENAMED)
-  2. keep `Doc.title` and mark it `deprecated = true` instead of removing it (FIELD_REMOVED)
+  2. keep `Label.text` and mark it `deprecated = true` instead of removing it (FIELD_REMOVED)
   3. declare version 2.0
 """,
         "",
@@ -89,7 +89,7 @@ check base-1.0.toml (1.0, released) -> forbidden-1.1.toml (1.1, draft)
   major FIELD_TYPE_PROMOTED Point.y: type i32 widened to i64: JSON and MessagePack read old values, \
 FlatBuffers does not [breaks flatbuffers]
   forbidden FIELD_DEFAULT_CHANGED Doc.color: default "red" became "green": files that omitted it would \
-change meaning [breaks json, msgpack, flatbuffers, columnar]
+change meaning [breaks json, flatbuffers]
 FAIL: FIELD_DEFAULT_CHANGED at Doc.color is forbidden in every version
 Ways out:
   1. restore `default = "red"` on `Doc.color`; for another default, add a new field and deprecate \
@@ -121,11 +121,11 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["old"] == {"source": "base-1.0.toml", "version": "1.0", "status": "released"}
     assert doc["findings"][1] == {
         "rule": "FIELD_REMOVED",
-        "where": "Doc.title",
-        "detail": "field 4 (u32) was removed",
+        "where": "Label.text",
+        "detail": "field 0 (str) was removed",
         "breaks": ["json", "msgpack", "flatbuffers", "columnar"],
         "bump": "major",
-        "fix": "keep `Doc.title` and mark it `deprecated = true` instead of removing it",
+        "fix": "keep `Label.text` and mark it `deprecated = true` instead of removing it",
     }
     assert doc["ways_out"][-1] == "declare version 2.0"
     assert doc["ways_note"] == "1-2 together to keep 1.1, or 3"
@@ -183,7 +183,8 @@ check schema/tracepack-1.0.toml (1.0, released) -> schema/tracepack-1.1.toml (1.
   minor ENUM_VALUE_ADDED Color.blue: new value 2 [breaks no codec]
   minor FIELD_ADDED Doc.weight: new field 5 (f64) with default 1.0 [breaks no codec]
 OK: a minor change, and 1.1 is the version after 1.0 for it
-OK: every release of schema/ is locked and unchanged, every step declares its version
+OK: every release of schema/ is locked and unchanged, every step declares its version, and no release \
+reuses what an earlier one retired
 """,
         "",
     )
@@ -295,3 +296,59 @@ def test_all_draft_older_than_a_release(capsys: pytest.CaptureFixture[str], fold
     assert "FAIL: 2 drafts (schema/tracepack-0.9.toml, schema/tracepack-1.1.toml): work on one version at a time" in (
         out.splitlines()
     )
+
+
+def _release_chain(tmp_path: Path, middle: str, new: str) -> Path:
+    """A folder: the demo schema as 1.0, ``middle`` edits of it released as 2.0, ``new`` edits as draft 2.1."""
+    d = tmp_path / "history"
+    d.mkdir()
+    base = (DATA / "base-1.0.toml").read_text(encoding="utf-8")
+    two = base.replace('version = "1.0"', 'version = "2.0"')
+    for old, replacement in (pair.split(" => ") for pair in middle.split(" ;; ")):
+        two = two.replace(old, replacement)
+    draft = two.replace('version = "2.0"', 'version = "2.1"').replace('status = "released"', 'status = "draft"')
+    draft += new
+    (d / "tracepack-1.0.toml").write_text(base, encoding="utf-8")
+    (d / "tracepack-2.0.toml").write_text(two, encoding="utf-8")
+    (d / "tracepack-2.1.toml").write_text(draft, encoding="utf-8")
+    lock = "".join(f"{v} {_sha(d / f'tracepack-{v}.toml')} tracepack-{v}.toml\n" for v in ("1.0", "2.0"))
+    (d / "RELEASED.sha256").write_text(lock, encoding="utf-8")
+    return d
+
+
+_TITLE = '[structs.Doc.fields.title]\nid = 4\ntype = "u32"\nref = "strings"\ndefault = 0\ndoc = "Title."\n'
+
+
+@pytest.mark.parametrize(
+    ("middle", "new", "finding"),
+    [
+        # Doc.title (id 4) removed in 2.0; 2.1 gives id 4 to another u32: pairs say "a new field".
+        (
+            f"{_TITLE} => ",
+            '\n[structs.Doc.fields.subtitle]\nid = 4\ntype = "u32"\ndefault = 0\ndoc = "S."\n',
+            "FIELD_ID_REUSED at Doc.subtitle is forbidden in every version (history/tracepack-2.1.toml against 1.0)",
+        ),
+        # Doc.title removed in 2.0, back in 2.1 as a string.
+        (
+            f"{_TITLE} => ",
+            '\n[structs.Doc.fields.title]\nid = 4\ntype = "str"\ndefault = ""\ndoc = "T."\n',
+            "FIELD_NAME_REUSED at Doc.title is forbidden in every version (history/tracepack-2.1.toml against 1.0)",
+        ),
+        # Color.green (1) removed in 2.0; 2.1 gives 1 to blue.
+        (
+            '[enums.Color.values.green]\nvalue = 1\ndoc = "Green."\n => ',
+            '\n[enums.Color.values.blue]\nvalue = 1\ndoc = "Blue."\n',
+            "ENUM_VALUE_NUMBER_REUSED at Color.blue is forbidden in every version (history/tracepack-2.1.toml "
+            "against 1.0)",
+        ),
+    ],
+)
+def test_all_checks_every_release_against_every_earlier_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, middle: str, new: str, finding: str
+) -> None:
+    d = _release_chain(tmp_path, middle, new)
+    code, out, err = run(capsys, "--all", str(d))
+    assert (code, err) == (1, "")
+    # Next to its predecessor the draft only adds (a minor step); against 1.0 it reuses.
+    assert "OK: a minor change, and 2.1 is the version after 2.0 for it" in out
+    assert f"FAIL: {finding}" in out

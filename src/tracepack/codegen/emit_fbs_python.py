@@ -138,6 +138,11 @@ class _Emitter:
         terms: list[str] = []
         for i, (_, kind, default, f) in enumerate(slots):
             x = f"o.{f.name}"
+            if f.deprecated:
+                # Like FlatBuffers' own builders, which have no setter for a deprecated field: never
+                # written; readers see its default (or the type's zero value).
+                values.append("0")
+                continue
             if f.type.kind == "union":
                 if kind == "B":
                     continue  # the value slot below writes both
@@ -222,6 +227,9 @@ class _Emitter:
                 continue
             elif f.optional:
                 expr = f"{self._dec_object(t, f'v[{i}]')} if v[{i}] else None"
+            elif f.required and f.deprecated:  # never written (see the encoder): its zero value
+                zero = {"list": "[]", "str": '""', "bytes": 'b""'}[t.kind]
+                expr = f"{self._dec_object(t, f'v[{i}]')} if v[{i}] else {zero}"
             elif f.required:
                 expr = self._dec_object(t, f"rt.need(v[{i}])")
             else:

@@ -528,7 +528,8 @@ class _Validator:
                     out.append(f'    {self.rows_fn(s)}(doc.{f.name}, "$.{f.name}[{{}}]", n)')
             elif f.type.kind == "struct" and self.has_refs(f.type):
                 s = schema.structs[f.type.name]
-                out.append(f'    {self.rows_fn(s)}([doc.{f.name}], "$.{f.name}", n)')
+                rows = f"[] if doc.{f.name} is None else [doc.{f.name}]" if f.optional else f"[doc.{f.name}]"
+                out.append(f'    {self.rows_fn(s)}({rows}, "$.{f.name}", n)')
         for body in self.functions.values():
             out += ["", "", *body]
         return "\n".join(out) + "\n"

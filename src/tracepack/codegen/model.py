@@ -366,6 +366,12 @@ def build_model(raw: RawSchema, *, source: str, text: str = "", sha256: str = ""
                 _check_default(f, rf.default, enums, p, where)
             if f.optional and (f.has_default or t.kind not in ("struct", "union")):
                 p.add(where, "optional = true is for struct and union fields without a default")
+            if f.deprecated and f.required and t.kind in ("struct", "union"):
+                p.add(
+                    where,
+                    "a required struct or union field cannot be deprecated: deprecated fields are not written "
+                    "(FlatBuffers has no setter for them) and nothing could be read in its place",
+                )
             fields.append(f)
         fields.sort(key=lambda f: f.id)
         for i, f in enumerate(fields):
@@ -401,6 +407,7 @@ def build_model(raw: RawSchema, *, source: str, text: str = "", sha256: str = ""
         p.add("$.schema.root", f"{meta.root!r} is not a struct")
     else:
         _check_tables(schema, p)
+    _check_not_recursive(schema, p)
     if p.items:
         raise SchemaError(
             f"{len(p.items)} problem(s): " + "; ".join(p.items),
@@ -413,6 +420,35 @@ def _present_keys(rf: object) -> set[str]:
     # msgspec leaves absent optional keys at their default (None); a TOML file cannot spell None,
     # so "default present" is exactly "default is not None".
     return {"default"} if getattr(rf, "default", None) is not None else set()
+
+
+def _held(schema: Schema, s: Struct) -> list[tuple[str, str]]:
+    """``(field, struct)`` for every struct a value of ``s`` holds directly (through lists and unions)."""
+    out = []
+    for f in s.fields:
+        t = f.type.item or f.type
+        if t.kind == "struct":
+            out.append((f.name, t.name))
+        elif t.kind == "union" and t.name in schema.unions:
+            out += [(f.name, v.type) for v in schema.unions[t.name].variants]
+    return out
+
+
+def _check_not_recursive(schema: Schema, p: _Problems) -> None:
+    """No struct holds itself, however deep: documents are trees of fixed paths (the columnar codec
+    shreds one column per path, validation walks them)."""
+    for start in schema.structs.values():
+        seen: set[str] = set()
+        todo = [(t, f) for f, t in _held(schema, start)]
+        while todo:
+            name, via = todo.pop()
+            if name == start.name:
+                p.add(f"$.structs.{start.name}.fields.{via}", f"{start.name} holds itself: types cannot be recursive")
+                break
+            if name in seen or name not in schema.structs:
+                continue
+            seen.add(name)
+            todo += [(t, via) for _, t in _held(schema, schema.structs[name])]
 
 
 def _check_tables(schema: Schema, p: _Problems) -> None:

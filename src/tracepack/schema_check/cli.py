@@ -28,7 +28,7 @@ from tracepack.codegen.model import Schema, load_schema
 from tracepack.errors import InputError, TracepackError, UsageError
 from tracepack.schema_check.diff import Finding
 from tracepack.schema_check.lock import LOCK_FILE, LockEntry, check_lock, parse_lock
-from tracepack.schema_check.verdict import Report, check_pair
+from tracepack.schema_check.verdict import Report, check_history, check_pair
 
 __all__ = ["SuiteReport", "check_all", "format_report", "main", "report_json"]
 
@@ -61,13 +61,16 @@ def check_all(folder: str | Path) -> SuiteReport:
     released = [s for s in schemas if s.status == "released"]
     drafts = [s for s in schemas if s.status != "released"]
     out = SuiteReport(folder.name, [s.version for s in released], [s.version for s in drafts])
-    out.pairs += [check_pair(a, b) for a, b in pairwise(released)]
+    for i, (a, b) in enumerate(pairwise(released)):
+        out.pairs.append(check_pair(a, b))
+        out.pairs += check_history(released[:i], a, b)
     for draft in drafts:
         if released and (draft.major, draft.minor) < (released[-1].major, released[-1].minor):
             out.problems.append(f"{draft.source}: a draft older than the latest release, {released[-1].version}")
             out.ways_out.append(f"rename {draft.source} after its version: the next version after the latest release")
         elif released:
             out.pairs.append(check_pair(released[-1], draft))
+            out.pairs += check_history(released[:-1], released[-1], draft)
     if len(drafts) > 1:
         out.problems.append(
             f"{len(drafts)} drafts ({', '.join(d.source for d in drafts)}): work on one version at a time"
@@ -154,7 +157,10 @@ def _format_suite(s: SuiteReport) -> list[str]:
     if failed:
         lines.append(f"FAIL: {failed} problem(s) in {s.folder}/")
     else:
-        lines.append(f"OK: every release of {s.folder}/ is locked and unchanged, every step declares its version")
+        lines.append(
+            f"OK: every release of {s.folder}/ is locked and unchanged, every step declares its version, "
+            "and no release reuses what an earlier one retired"
+        )
     return lines
 
 

@@ -18,6 +18,7 @@ would, had it to choose):
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -26,7 +27,7 @@ from tracepack.codegen.emit_fbs import fbs_field_ids
 from tracepack.codegen.model import INT_RANGES, Enum, Field, Schema, Struct, TypeRef, Union
 from tracepack.schema_check.rules import RULES, Bump, Codec
 
-__all__ = ["Finding", "diff_schemas", "is_promotion"]
+__all__ = ["Finding", "diff_schemas", "is_promotion", "retired_reuse"]
 
 _T = TypeVar("_T", Struct, Enum, Union)
 
@@ -45,14 +46,20 @@ class Finding:
     where: str
     detail: str
     fix: str = ""
+    #: The codecs this change breaks when that depends on the schema (a default that is never
+    #: stored, a float that is always written); ``None``: the rule's codecs.
+    codecs: tuple[Codec, ...] | None = None
 
     @property
     def bump(self) -> Bump:
-        return RULES[self.rule].bump
+        bump = RULES[self.rule].bump
+        # A change that can break files but breaks none here (e.g. renaming an enum value that is
+        # only ever a default, which JSON omits) is compatible.
+        return "minor" if bump == "major" and self.codecs == () else bump
 
     @property
     def breaks(self) -> tuple[Codec, ...]:
-        return RULES[self.rule].breaks
+        return RULES[self.rule].breaks if self.codecs is None else self.codecs
 
 
 def _q(value: object) -> str:
@@ -64,9 +71,11 @@ def is_promotion(old: TypeRef, new: TypeRef) -> bool:
     """Whether ``new`` holds every value of ``old`` in every codec that writes numbers as numbers.
 
     Integers widen (``u8`` -> ``u16`` -> ``u32`` -> ``u64``, ``i8`` -> ... -> ``i64``, and an
-    unsigned type to any signed type whose range covers it), ``f32`` widens to ``f64``; lists
-    promote when their items do. Integers never become floats: an ``i64`` above 2**53 would
-    silently lose precision.
+    unsigned type to any signed type whose range covers it), ``f32`` widens to ``f64``, and an
+    integer type becomes a float type that holds every one of its values exactly (``u8``, ``i16``
+    -> ``f32``; up to ``u32``, ``i32`` -> ``f64``, as Avro promotes int to double); lists promote
+    when their items do. ``i64`` and ``u64`` never become floats: above 2**53 they would silently
+    lose precision.
     """
     if old.kind == "list" and new.kind == "list":
         assert old.item is not None
@@ -78,29 +87,42 @@ def is_promotion(old: TypeRef, new: TypeRef) -> bool:
         lo, hi = INT_RANGES[old.name]
         nlo, nhi = INT_RANGES[new.name]
         return nlo <= lo and hi <= nhi
+    if old.is_int and new.kind == "scalar" and new.name in _EXACT_INTS:
+        lo, hi = INT_RANGES[old.name]
+        return -_EXACT_INTS[new.name] <= lo and hi <= _EXACT_INTS[new.name]
     return old.kind == new.kind == "scalar" and (old.name, new.name) == ("f32", "f64")
+
+
+#: The largest integer magnitude below which every integer is exact in each float type.
+_EXACT_INTS = {"f32": 2**24, "f64": 2**53}
 
 
 class _Diff:
     def __init__(self, old: Schema, new: Schema) -> None:
         self.old, self.new = old, new
         self.out: list[Finding] = []
+        self.renames: dict[str, str] = {}
 
-    def add(self, rule: str, where: str, detail: str, fix: str = "") -> None:
+    def add(self, rule: str, where: str, detail: str, fix: str = "", codecs: tuple[Codec, ...] | None = None) -> None:
         assert rule in RULES, rule
-        self.out.append(Finding(rule, where, detail, fix))
+        if codecs is not None:
+            codecs = tuple(c for c in RULES[rule].breaks if c in codecs)
+            if RULES[rule].bump == "major" and not codecs:
+                fix = ""
+        self.out.append(Finding(rule, where, detail, fix, codecs))
 
     # -- schema --------------------------------------------------------------------------------
 
     def schema(self, old: Schema, new: Schema) -> None:
+        self.renames = _type_renames(old, new)
         if old.name != new.name:
             self.add(
                 "SCHEMA_NAME_CHANGED",
                 "schema.name",
-                f"{_q(old.name)} became {_q(new.name)}, the FlatBuffers namespace of every type",
-                f"keep `name = {_q(old.name)}`",
+                f"{_q(old.name)} became {_q(new.name)}: generated code (the FlatBuffers namespace) changes, "
+                "no byte of any codec does",
             )
-        if old.root != new.root:
+        if old.root != new.root and self.renames.get(new.root) != old.root:
             self.add(
                 "ROOT_CHANGED",
                 "schema.root",
@@ -120,19 +142,24 @@ class _Diff:
 
     def types(self, kind: str, old: dict[str, _T], new: dict[str, _T], compare: Callable[[_T, _T], None]) -> None:
         rule = kind.upper()
+        renamed = {was: now for now, was in self.renames.items() if now in new and was in old}
         for name, o in old.items():
             n = new.get(name)
-            if n is None:
+            if n is None and name in renamed:
+                now = renamed[name]
                 self.add(
-                    f"{rule}_REMOVED",
-                    name,
-                    f"{kind} {name} was removed",
-                    f"keep {kind} {name} (an unused type costs nothing on the wire)",
+                    f"{rule}_RENAMED",
+                    now,
+                    f"{kind} {name} is now {now}, and every use follows: no codec writes type names",
                 )
+                compare(o, new[now])
+                continue
+            if n is None:
+                self.add(f"{rule}_REMOVED", name, f"{kind} {name} was removed: no codec writes type names")
             else:
                 compare(o, n)
         for name in new:
-            if name not in old:
+            if name not in old and name not in self.renames:
                 self.add(f"{rule}_ADDED", name, f"new {kind} {name}")
 
     # -- enums ---------------------------------------------------------------------------------
@@ -158,8 +185,10 @@ class _Diff:
                     self.add(
                         "ENUM_VALUE_RENUMBERED",
                         f"{e}.{v.name}",
-                        f"value {v.value} became {n.value}: binary files store the number",
+                        f"value {v.value} became {n.value}: binary files store the number"
+                        + self.enum_use_note(old.name, new.name, v.name, n.name),
                         f"give `{e}.{v.name}` back value {v.value}",
+                        codecs=self.enum_codecs(old.name, new.name, v.name, n.name, ("msgpack", "columnar")),
                     )
                 self.deprecation("ENUM_VALUE", f"{e}.{n.name}", v.deprecated, n.deprecated)
                 continue
@@ -177,8 +206,10 @@ class _Diff:
                 self.add(
                     "ENUM_VALUE_RENAMED",
                     f"{e}.{cand.name}",
-                    f"value {v.value} was named `{v.name}`: JSON files spell the name",
+                    f"value {v.value} was named `{v.name}`: JSON files spell the name"
+                    + self.enum_use_note(old.name, new.name, v.name, cand.name),
                     f"keep the name `{e}.{v.name}`",
+                    codecs=self.enum_codecs(old.name, new.name, v.name, cand.name, ()),
                 )
                 self.deprecation("ENUM_VALUE", f"{e}.{cand.name}", v.deprecated, cand.deprecated)
                 continue
@@ -211,7 +242,7 @@ class _Diff:
                         f"id {v.id} became {n.id}: binary files tag variants by id",
                         f"give `{u}.{v.name}` back id {v.id}",
                     )
-                if n.type != v.type:
+                if self.renames.get(n.type, n.type) != v.type:
                     self.add(
                         "UNION_VARIANT_TYPE_CHANGED",
                         f"{u}.{v.name}",
@@ -230,7 +261,7 @@ class _Diff:
                         f"takes id {v.id} of the deprecated `{u}.{v.name}`",
                         f"keep the deprecated `{u}.{v.name}` at id {v.id} and give `{u}.{cand.name}` an unused id",
                     )
-                elif cand.type != v.type:
+                elif self.renames.get(cand.type, cand.type) != v.type:
                     self.add(
                         "UNION_VARIANT_ID_REUSED",
                         f"{u}.{cand.name}",
@@ -267,6 +298,21 @@ class _Diff:
 
     def struct(self, old: Struct, new: Struct) -> None:
         s = old.name
+        if (old.variant_of is None) != (new.variant_of is None):
+            plain = _plain_uses(self.old, old.name) + _plain_uses(self.new, new.name)
+            if plain:
+                became = new.variant_of is not None
+                union = (new.variant_of or old.variant_of or ("?", "?", 0))[0]
+                self.add(
+                    "STRUCT_BECAME_VARIANT" if became else "STRUCT_NO_LONGER_VARIANT",
+                    new.name,
+                    ("became" if became else "is no longer")
+                    + f" a variant of {union} while {', '.join(sorted(set(plain)))} holds it as a plain value: "
+                    "MessagePack writes a variant's id before its fields wherever the struct appears",
+                    f"give {union} a new struct for the variant (a copy of {new.name})"
+                    if became
+                    else f"keep {new.name} a variant of {union} (deprecated)",
+                )
         if old.table != new.table:
             if new.table:
                 self.add(
@@ -310,8 +356,16 @@ class _Diff:
             self.add(
                 "FIELD_REMOVED",
                 f"{s}.{o.name}",
-                f"field {o.id} ({o.type}) was removed",
+                f"field {o.id} ({o.type}) was removed"
+                + (
+                    ""
+                    if o.required
+                    else ": readers of either version fill in its default, but its id and name are retired for good"
+                ),
                 f"keep `{s}.{o.name}` and mark it `deprecated = true` instead of removing it",
+                # Older readers fill in what newer files lack when it has a default; ids that move
+                # are findings of their own.
+                codecs=None if o.required else (),
             )
         last = len(old.fields)
         for n in new.fields:
@@ -354,20 +408,27 @@ class _Diff:
     def reused_or_renamed(self, s: str, o: Field, n: Field, old_fb: dict[str, int], new_fb: dict[str, int]) -> None:
         where = f"{s}.{n.name}"
         after = f"give `{where}` a new id after the last one"
+        # Positional codecs read one field as the other; codecs that key by name only miss a
+        # required field that one side's files lack.
+        codecs: tuple[Codec, ...] = ("msgpack", "flatbuffers")
+        if o.required or n.required:
+            codecs += ("json", "columnar")
         if o.deprecated and not n.deprecated:
             self.add(
                 "FIELD_DEPRECATED_REUSED",
                 where,
                 f"takes id {o.id} of the deprecated `{s}.{o.name}`",
                 f"keep the deprecated `{s}.{o.name}` at id {o.id} and {after}",
+                codecs=codecs,
             )
             return
-        if o.type != n.type:
+        if o.type != self.norm(n.type):
             self.add(
                 "FIELD_ID_REUSED",
                 where,
                 f"takes id {o.id} of `{s}.{o.name}` ({o.type}) with another type, {n.type}",
                 f"keep `{s}.{o.name}` at id {o.id} (deprecated if unused) and {after}",
+                codecs=codecs,
             )
             return
         self.add(
@@ -382,7 +443,7 @@ class _Diff:
     def field(self, s: str, o: Field, n: Field) -> None:
         """Compare two versions of one field (paired by name, or a rename)."""
         where = f"{s}.{n.name}"
-        if o.type != n.type:
+        if o.type != self.norm(n.type):
             if not is_promotion(o.type, n.type):
                 self.add(
                     "FIELD_TYPE_CHANGED",
@@ -412,36 +473,51 @@ class _Diff:
                     "is no longer optional: files written without it no longer decode",
                     f"keep `optional = true` on `{where}`",
                 )
+        # A row column of a table that always has rows is never empty: its default is never omitted.
+        stored = self.never_empty(s, o, n)
         if o.has_default and n.has_default and not self.same_default(o, n):
+            fb = _fb_omits(n)
             self.add(
                 "FIELD_DEFAULT_CHANGED",
                 where,
-                f"default {_q(o.default)} became {_q(n.default)}: files that omitted it would change meaning",
+                f"default {_q(o.default)} became {_q(n.default)}: files that omitted it would change meaning"
+                + ("" if fb else " (FlatBuffers always writes floats)"),
                 f"restore `default = {_q(o.default)}` on `{where}`; for another default, add a new field "
                 f"and deprecate `{where}`",
+                codecs=("json", "flatbuffers") if fb else ("json",),
             )
         elif o.has_default and not n.has_default:
+            fb = _fb_omits(o) and not _fb_zero_default(o, self.old)
             self.add(
                 "FIELD_DEFAULT_REMOVED",
                 where,
-                f"default {_q(o.default)} was removed: files that omitted the field no longer decode",
+                f"default {_q(o.default)} was removed: files that omitted the field no longer decode"
+                + (_ALWAYS_ROWS if stored else ""),
                 f"restore `default = {_q(o.default)}` on `{where}`",
+                codecs=() if stored else ("json", "flatbuffers") if fb else ("json",),
             )
         elif n.has_default and not o.has_default:
+            fb = _fb_omits(n) and not _fb_zero_default(n, self.new)
             self.add(
                 "FIELD_DEFAULT_ADDED",
                 where,
-                f"got default {_q(n.default)}: writers omit it, older readers require it",
+                f"got default {_q(n.default)}: writers omit it, older readers require it"
+                + (_ALWAYS_ROWS if stored else ""),
                 f"keep `{where}` without a default",
+                codecs=() if stored else ("json", "flatbuffers") if fb else ("json",),
             )
         if o.deprecated != n.deprecated:
             required = o.required or n.required
+            # FlatBuffers readers see an unwritten scalar as 0, what a deprecated one holds; a string or
+            # list they require is missing.
+            fb_codecs: tuple[Codec, ...] = () if n.type.kind in ("scalar", "enum") else ("flatbuffers",)
             if n.deprecated:
                 self.add(
                     "REQUIRED_FIELD_DEPRECATED" if required else "FIELD_DEPRECATED",
                     where,
                     "deprecated" + (" while required: FlatBuffers writers stop writing it" if required else ""),
                     f"keep `{where}` in use: it has no default" if required else "",
+                    codecs=fb_codecs if required else None,
                 )
             else:
                 self.add(
@@ -450,11 +526,19 @@ class _Diff:
                     "in use again"
                     + (" while required: FlatBuffers files written meanwhile lack it" if required else ""),
                     f"leave `{where}` deprecated; add a new field with a default" if required else "",
+                    codecs=fb_codecs if required else None,
                 )
         self.constraints(where, o, n)
 
     def same_default(self, o: Field, n: Field) -> bool:
-        """Whether two defaults mean the same; an enum default follows its value through a rename."""
+        """Whether two defaults mean the same; an enum default follows its value through a rename.
+
+        Floats compare by their bits (as codecs store them): NaN is the same as NaN, 0.0 is not -0.0.
+        """
+        if isinstance(o.default, float) or isinstance(n.default, float):
+            if isinstance(o.default, bool) or isinstance(n.default, bool):
+                return False
+            return _bits(o.default) == _bits(n.default)
         if o.default == n.default or o.type.kind != "enum":
             return o.default == n.default
         old_enum, new_enum = self.old.enums.get(o.type.name), self.new.enums.get(n.type.name)
@@ -514,6 +598,153 @@ class _Diff:
                 f"keep `pool = {'true' if o.pool else 'false'}` on `{where}`",
             )
 
+    def never_empty(self, s: str, o: Field, n: Field) -> bool:
+        """Whether a list field is a row column of a table that always has rows (a table that
+        references point into keeps row 0), in both versions: its default ``[]`` is never written."""
+        return all(
+            schema.structs[name].table
+            and f.type.kind == "list"
+            and not f.sparse
+            and not f.pool
+            and _always_has_rows(schema, name)
+            for schema, name, f in ((self.old, s, o), (self.new, self.renamed(s), n))
+        )
+
+    def renamed(self, old_type: str) -> str:
+        return next((now for now, was in self.renames.items() if was == old_type), old_type)
+
+    def norm(self, t: TypeRef) -> TypeRef:
+        """A type of NEW spelt with OLD's type names (renamed types followed back)."""
+        if t.item is not None:
+            return TypeRef(t.kind, t.name, self.norm(t.item))
+        return TypeRef(t.kind, self.renames.get(t.name, t.name)) if t.kind in _NAMED else t
+
+    def enum_codecs(
+        self, old_enum: str, new_enum: str, old_value: str, new_value: str, always: tuple[Codec, ...]
+    ) -> tuple[Codec, ...]:
+        """Codecs that store an enum value: ``always`` (codecs that write every value) when the enum is
+        used at all, plus JSON and FlatBuffers unless the value is only ever a field's default (which
+        they omit)."""
+        old_uses, new_uses = _enum_uses(self.old, old_enum), _enum_uses(self.new, new_enum)
+        if not old_uses and not new_uses:
+            return ()
+        stored = _stored(old_uses, old_value) or _stored(new_uses, new_value)
+        return (*always, "json", "flatbuffers") if stored else always
+
+    def enum_use_note(self, old_enum: str, new_enum: str, old_value: str, new_value: str) -> str:
+        old_uses, new_uses = _enum_uses(self.old, old_enum), _enum_uses(self.new, new_enum)
+        if not old_uses and not new_uses:
+            return " (no field uses the enum: nothing is stored)"
+        if not (_stored(old_uses, old_value) or _stored(new_uses, new_value)):
+            return " (it is only ever a default, which JSON and FlatBuffers omit)"
+        return ""
+
+
+_NAMED = ("struct", "enum", "union")
+_ALWAYS_ROWS = " (but a row column of a table that references point into is never empty: nothing is omitted)"
+
+
+def _bits(value: object) -> bytes:
+    return struct.pack("<d", float(value))  # type: ignore[arg-type]
+
+
+def _always_has_rows(schema: Schema, table: str) -> bool:
+    """Whether validation makes ``table`` keep row 0: a root table that some ``ref`` points into."""
+    referenced = {f.ref for s in schema.structs.values() for f in s.fields if f.ref is not None}
+    return any(
+        f.type.kind == "struct" and f.type.name == table and not f.optional and name in referenced
+        for name, f in schema.ref_targets().items()
+    )
+
+
+def _fb_omits(f: Field) -> bool:
+    """Whether the FlatBuffers writer leaves a field out when it holds its default (floats never are)."""
+    return not (f.type.kind == "scalar" and f.type.name in ("f32", "f64"))
+
+
+def _fb_zero_default(f: Field, schema: Schema) -> bool:
+    """Whether a scalar default is stored as 0: what FlatBuffers readers assume for a field without one."""
+    if f.type.kind == "enum":
+        try:
+            return schema.enums[f.type.name].value(str(f.default)).value == 0
+        except KeyError:
+            return False
+    return f.type.kind == "scalar" and f.default in (0, False) and not isinstance(f.default, str)
+
+
+def _enum_uses(schema: Schema, enum: str) -> list[Field]:
+    return [
+        f
+        for s in schema.structs.values()
+        for f in s.fields
+        if (f.type.kind == "enum" and f.type.name == enum) or (f.type.item is not None and f.type.item.name == enum)
+    ]
+
+
+def _stored(uses: list[Field], value: str) -> bool:
+    """Whether a codec that omits defaults ever writes ``value`` of an enum with these uses."""
+    return any(f.type.kind == "list" or not f.has_default or f.default != value for f in uses)
+
+
+def _plain_uses(schema: Schema, struct: str) -> list[str]:
+    """Fields that hold ``struct`` directly (not through a union)."""
+    return [
+        f"{s.name}.{f.name}"
+        for s in schema.structs.values()
+        for f in s.fields
+        if (f.type.kind == "struct" and f.type.name == struct)
+        or (f.type.item is not None and f.type.item.kind == "struct" and f.type.item.name == struct)
+    ]
+
+
+def _type_renames(old: Schema, new: Schema) -> dict[str, str]:
+    """Types of NEW that are types of OLD under another name: NEW name -> OLD name.
+
+    A type is renamed when a member that holds it (a field paired by name, a variant paired by
+    name, the root) holds a type whose old name is gone in NEW and whose new name is new, of the
+    same kind. Followed to a fixpoint, so types nested in renamed types are found too.
+    """
+    old_kinds = {**dict.fromkeys(old.structs, "struct"), **dict.fromkeys(old.enums, "enum")}
+    old_kinds.update(dict.fromkeys(old.unions, "union"))
+    new_kinds = {**dict.fromkeys(new.structs, "struct"), **dict.fromkeys(new.enums, "enum")}
+    new_kinds.update(dict.fromkeys(new.unions, "union"))
+    renames: dict[str, str] = {}
+
+    def pair(a: str, b: str) -> bool:
+        if a == b or a in new_kinds or b in old_kinds or old_kinds.get(a) != new_kinds.get(b):
+            return False
+        if b in renames or a in renames.values():
+            return False
+        renames[b] = a
+        return True
+
+    def base(t: TypeRef) -> TypeRef:
+        return t.item if t.item is not None else t
+
+    changed = pair(old.root, new.root)
+    while True:
+        for o in old.structs.values():
+            n = new.structs.get(o.name) or new.structs.get(next((b for b, a in renames.items() if a == o.name), ""))
+            if n is None:
+                continue
+            by_name = {f.name: f for f in n.fields}
+            for f in o.fields:
+                g = by_name.get(f.name)
+                if g is not None and base(f.type).kind in _NAMED and (f.type.item is None) == (g.type.item is None):
+                    changed |= pair(base(f.type).name, base(g.type).name)
+        for ou in old.unions.values():
+            nu = new.unions.get(ou.name) or new.unions.get(next((b for b, a in renames.items() if a == ou.name), ""))
+            if nu is None:
+                continue
+            by_variant = {v.name: v for v in nu.variants}
+            for v in ou.variants:
+                w = by_variant.get(v.name)
+                if w is not None:
+                    changed |= pair(v.type, w.type)
+        if not changed:
+            return renames
+        changed = False
+
 
 def diff_schemas(old: Schema, new: Schema) -> list[Finding]:
     """Every change from ``old`` to ``new``, in schema order: the schema's own settings, then
@@ -521,3 +752,102 @@ def diff_schemas(old: Schema, new: Schema) -> list[Finding]:
     d = _Diff(old, new)
     d.schema(old, new)
     return d.out
+
+
+def _members(schema: Schema, kind: str, owner: str) -> tuple[set[str], set[int]]:
+    """Names and numbers (field ids, enum values, variant ids) of ``owner``'s members."""
+    if kind == "field":
+        s = schema.structs.get(owner)
+        return ({f.name for f in s.fields}, {f.id for f in s.fields}) if s else (set(), set())
+    if kind == "enum":
+        e = schema.enums.get(owner)
+        return ({v.name for v in e.values}, {v.value for v in e.values}) if e else (set(), set())
+    u = schema.unions.get(owner)
+    return ({v.name for v in u.variants}, {v.id for v in u.variants}) if u else (set(), set())
+
+
+#: finding -> (member kind, how the member is matched across the gap, the reuse rule).
+_REUSES = {
+    "FIELD_RENAMED": ("field", "number", "FIELD_ID_REUSED"),
+    "FIELD_TYPE_CHANGED": ("field", "name", "FIELD_NAME_REUSED"),
+    "FIELD_TYPE_PROMOTED": ("field", "name", "FIELD_NAME_REUSED"),
+    "ENUM_VALUE_RENAMED": ("enum", "number", "ENUM_VALUE_NUMBER_REUSED"),
+    "ENUM_VALUE_RENUMBERED": ("enum", "name", "ENUM_VALUE_NAME_REUSED"),
+    "UNION_VARIANT_RENAMED": ("union", "number", "UNION_VARIANT_ID_REUSED"),
+    "UNION_VARIANT_ID_CHANGED": ("union", "name", "UNION_VARIANT_ID_REUSED"),
+    "UNION_VARIANT_TYPE_CHANGED": ("union", "name", "UNION_VARIANT_ID_REUSED"),
+}
+
+
+def retired_reuse(findings: list[Finding], old: Schema, previous: Schema, new: Schema) -> list[Finding]:
+    """``findings`` of ``old`` -> ``new`` with every reuse across a release that retired it made a reuse.
+
+    A change between ``old`` and ``new`` at a member that ``previous`` (a release in between) does
+    not have is no rename or retyping that readers could follow: the member was retired and its
+    number or name given to something else. Such a finding becomes the forbidden reuse rule.
+    """
+    out = []
+    for f in findings:
+        reuse = _REUSES.get(f.rule)
+        owner, _, member = f.where.partition(".")
+        if reuse is None or not member:
+            out.append(f)
+            continue
+        kind, key, rule = reuse
+        names, numbers = _members(previous, kind, owner)
+        if key == "name":
+            gone = member not in names
+        else:
+            number = _member_number(new, kind, owner, member)
+            gone = number is not None and number not in numbers
+        if not gone:
+            out.append(f)
+            continue
+        out.append(
+            Finding(
+                rule,
+                f.where,
+                f"{f.detail}; {previous.version} has no such {'name' if key == 'name' else 'number'}: "
+                f"it was retired, and {new.version} gives it to something else",
+                f"give `{f.where}` a {'name' if key == 'name' else 'number'} no release has used "
+                "(list retired ones under `reserved`)",
+                _reuse_codecs(kind, owner, member, old, new, key=key),
+            )
+        )
+    # A reused member is another member: what else changed at it is part of the reuse.
+    reused = {f.where for f in out if f.rule in _REUSE_RULES}
+    return [f for f in out if f.rule in _REUSE_RULES or f.where not in reused]
+
+
+_REUSE_RULES = {rule for _, _, rule in _REUSES.values()} | {"FIELD_ID_REUSED"}
+
+
+def _reuse_codecs(
+    kind: str, owner: str, member: str, old: Schema, new: Schema, *, key: str
+) -> tuple[Codec, ...] | None:
+    """Which codecs a field reuse breaks: positional ones when the id is the same, those that key by
+    name when the name is, and any codec when a required field is missing from one side's files."""
+    if kind != "field" or owner not in old.structs or owner not in new.structs:
+        return None
+    n = new.structs[owner].field(member)
+    o = next((f for f in old.structs[owner].fields if (f.name == member if key == "name" else f.id == n.id)), None)
+    if o is None:
+        return None
+    codecs: set[Codec] = set()
+    if o.id == n.id:
+        codecs |= {"msgpack", "flatbuffers"}
+    if o.name == n.name or o.required or n.required:
+        codecs |= {"json", "columnar"}
+    if o.required or n.required:
+        codecs |= {"msgpack", "flatbuffers"}
+    return tuple(c for c in ("json", "msgpack", "flatbuffers", "columnar") if c in codecs)
+
+
+def _member_number(schema: Schema, kind: str, owner: str, member: str) -> int | None:
+    if kind == "field" and owner in schema.structs:
+        return next((f.id for f in schema.structs[owner].fields if f.name == member), None)
+    if kind == "enum" and owner in schema.enums:
+        return next((v.value for v in schema.enums[owner].values if v.name == member), None)
+    if kind == "union" and owner in schema.unions:
+        return next((v.id for v in schema.unions[owner].variants if v.name == member), None)
+    return None

@@ -56,8 +56,10 @@ _FIELD_NAMES: tuple[Codec, ...] = ("json", "columnar")
 _POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers")
 #: Codecs that store enum values and union variants by number.
 _NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers", "columnar")
-#: Codecs that omit fields at their default when writing (columnar writes every column that has rows).
-_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "msgpack", "flatbuffers")
+#: Codecs that omit fields at their default when writing: JSON, and FlatBuffers for everything but
+#: floats (which it always writes, so NaN payloads and -0.0 survive). MessagePack structs are
+#: array-like, every field written; columnar writes every column that has rows.
+_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "flatbuffers")
 _FB: tuple[Codec, ...] = ("flatbuffers",)
 
 
@@ -78,16 +80,60 @@ def _rules(*rules: Rule) -> dict[str, Rule]:
 #: Every rule, by id. Ids are stable: tests, CI logs and docs refer to them.
 RULES: Final[dict[str, Rule]] = _rules(
     # -- the schema itself ------------------------------------------------------------------------
-    Rule("SCHEMA_NAME_CHANGED", "major", _FB, "the schema name (the FlatBuffers namespace) changed"),
+    Rule(
+        "SCHEMA_NAME_CHANGED",
+        "minor",
+        _NONE,
+        "the schema name changed: it names generated code (the FlatBuffers namespace), never bytes on the wire",
+    ),
     Rule("ROOT_CHANGED", "major", _ALL, "the root type changed: every reader decodes a different type"),
     Rule("FILE_IDENTIFIER_CHANGED", "major", _FB, "the FlatBuffers file identifier changed: readers reject the buffer"),
     # -- types ------------------------------------------------------------------------------------
     Rule("STRUCT_ADDED", "minor", _NONE, "a struct was added"),
-    Rule("STRUCT_REMOVED", "major", _ALL, "a struct was removed"),
+    Rule(
+        "STRUCT_REMOVED",
+        "minor",
+        _NONE,
+        "a struct was removed: only generated code changes (what held it changed too, and is a finding of its own)",
+    ),
+    Rule(
+        "STRUCT_RENAMED",
+        "minor",
+        _NONE,
+        "a struct type was renamed (every use follows it): no codec writes type names, only generated code changes",
+    ),
+    Rule("ENUM_RENAMED", "minor", _NONE, "an enum type was renamed (every use follows it): no codec writes type names"),
+    Rule(
+        "UNION_RENAMED", "minor", _NONE, "a union type was renamed (every use follows it): no codec writes type names"
+    ),
+    Rule(
+        "STRUCT_BECAME_VARIANT",
+        "major",
+        ("msgpack",),
+        "a struct used as a plain field became a union variant: MessagePack writes a variant's id before its "
+        "fields everywhere, so its plain values change layout",
+    ),
+    Rule(
+        "STRUCT_NO_LONGER_VARIANT",
+        "major",
+        ("msgpack",),
+        "a struct used as a plain field stopped being a union variant: MessagePack stops writing the variant id "
+        "before its fields",
+    ),
     Rule("ENUM_ADDED", "minor", _NONE, "an enum was added"),
-    Rule("ENUM_REMOVED", "major", _ALL, "an enum was removed"),
+    Rule(
+        "ENUM_REMOVED",
+        "minor",
+        _NONE,
+        "an enum was removed: only generated code changes (what held it changed too, and is a finding of its own)",
+    ),
     Rule("UNION_ADDED", "minor", _NONE, "a union was added"),
-    Rule("UNION_REMOVED", "major", _ALL, "a union was removed"),
+    Rule(
+        "UNION_REMOVED",
+        "minor",
+        _NONE,
+        "a union was removed: only generated code changes (what held it changed too, and is a finding of its own)",
+    ),
     # -- fields -----------------------------------------------------------------------------------
     Rule("FIELD_ADDED", "minor", _NONE, "a field with a default (or optional) was appended"),
     Rule("FIELD_ADDED_WITHOUT_DEFAULT", "major", _ALL, "a required field was added: files written before lack it"),
@@ -97,7 +143,13 @@ RULES: Final[dict[str, Rule]] = _rules(
         _ALL,
         "a list column was added to a table without `sparse = true`: older tables have rows but no values in it",
     ),
-    Rule("FIELD_REMOVED", "major", _ALL, "a field was removed (deprecate it instead)"),
+    Rule(
+        "FIELD_REMOVED",
+        "major",
+        _ALL,
+        "a field was removed (deprecate it instead): older readers miss a required one; one with a default "
+        "or optional breaks no codec, but its id and name are retired for good",
+    ),
     Rule(
         "FIELD_RENAMED",
         "major",
@@ -114,6 +166,20 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule("FIELD_ID_REUSED", "forbidden", _ALL, "an id now holds a different field (other name and type)"),
     Rule("FIELD_DEPRECATED_REUSED", "forbidden", _ALL, "the id of a deprecated field now holds another field"),
     Rule(
+        "FIELD_NAME_REUSED",
+        "forbidden",
+        _ALL,
+        "the name of a field removed in an earlier release is back with another type: JSON and columnar read "
+        "old files' values under that name (MessagePack and FlatBuffers too when the id is the same)",
+    ),
+    Rule(
+        "RESERVED_DROPPED",
+        "forbidden",
+        _NONE,
+        "an entry of a `reserved` ledger was dropped: the ledger only grows, so retired names and numbers are "
+        "never used again",
+    ),
+    Rule(
         "FIELD_TYPE_PROMOTED",
         "major",
         _FB,
@@ -121,14 +187,27 @@ RULES: Final[dict[str, Rule]] = _rules(
         "JSON and MessagePack read old values, FlatBuffers stores a fixed width",
     ),
     Rule("FIELD_TYPE_CHANGED", "major", _ALL, "a field's type changed"),
-    Rule("FIELD_DEFAULT_CHANGED", "forbidden", _ALL, "a field's default changed: files that omitted it change meaning"),
+    Rule(
+        "FIELD_DEFAULT_CHANGED",
+        "forbidden",
+        _OMIT_DEFAULTS,
+        "a field's default changed: codecs that omit a value equal to the default (JSON; FlatBuffers, except "
+        "floats) would read old files' omitted values as the new default",
+    ),
     Rule(
         "FIELD_DEFAULT_ADDED",
         "major",
         _OMIT_DEFAULTS,
-        "a required field got a default: older readers require what writers omit (columnar writes it anyway)",
+        "a required field got a default: writers that omit defaults (JSON; FlatBuffers, except floats and zero "
+        "defaults) leave out what older readers require",
     ),
-    Rule("FIELD_DEFAULT_REMOVED", "major", _ALL, "a field lost its default: files that omitted it no longer decode"),
+    Rule(
+        "FIELD_DEFAULT_REMOVED",
+        "major",
+        _OMIT_DEFAULTS,
+        "a field lost its default: files of codecs that omitted it (JSON; FlatBuffers, except floats and zero "
+        "defaults) no longer decode",
+    ),
     Rule("FIELD_MADE_OPTIONAL", "major", _ALL, "a required field became optional: older readers reject null"),
     Rule("FIELD_MADE_REQUIRED", "major", _ALL, "an optional field became required: files without it no longer decode"),
     Rule("FIELD_DEPRECATED", "minor", _NONE, "a field with a default was deprecated"),
@@ -164,8 +243,34 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule("ENUM_TYPE_CHANGED", "major", _FB, "an enum's integer type changed: FlatBuffers stores a fixed width"),
     Rule("ENUM_VALUE_ADDED", "minor", _NONE, "an enum value was added"),
     Rule("ENUM_VALUE_REMOVED", "major", _ALL, "an enum value was removed (deprecate it instead)"),
-    Rule("ENUM_VALUE_RENAMED", "major", _JSON, "an enum value kept its number but changed its name: JSON writes names"),
-    Rule("ENUM_VALUE_RENUMBERED", "major", _NUMBERS, "an enum value changed its number: binary codecs write numbers"),
+    Rule(
+        "ENUM_VALUE_RENAMED",
+        "major",
+        _JSON,
+        "an enum value kept its number but changed its name: JSON writes names (unless the value is only ever "
+        "a default, which JSON omits)",
+    ),
+    Rule(
+        "ENUM_VALUE_RENUMBERED",
+        "major",
+        _NUMBERS,
+        "an enum value changed its number: binary codecs write numbers (FlatBuffers omits a default: not when "
+        "the value is only ever a default)",
+    ),
+    Rule(
+        "ENUM_VALUE_NUMBER_REUSED",
+        "forbidden",
+        _ALL,
+        "the number of an enum value removed in an earlier release now names another value: binary files "
+        "written before read as the new value, JSON files name a value that is gone",
+    ),
+    Rule(
+        "ENUM_VALUE_NAME_REUSED",
+        "forbidden",
+        _NUMBERS,
+        "the name of an enum value removed in an earlier release is back with another number: binary files "
+        "written before hold the old number",
+    ),
     Rule("ENUM_VALUE_DEPRECATED_REUSED", "forbidden", _ALL, "the number of a deprecated enum value now names another"),
     Rule("ENUM_VALUE_DEPRECATED", "minor", _NONE, "an enum value was deprecated"),
     Rule("ENUM_VALUE_UNDEPRECATED", "minor", _NONE, "a deprecated enum value is in use again"),

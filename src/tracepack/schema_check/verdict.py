@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tracepack.codegen.model import Schema
-from tracepack.schema_check.diff import Finding, diff_schemas
+from tracepack.schema_check.diff import Finding, diff_schemas, retired_reuse
 from tracepack.schema_check.rules import BUMP_ORDER, Bump, worst
 
-__all__ = ["Report", "check_pair", "declared_bump", "next_version"]
+__all__ = ["Report", "check_history", "check_pair", "declared_bump", "next_version"]
 
 Version = tuple[int, int]
 
@@ -145,3 +145,48 @@ def check_pair(old: Schema, new: Schema) -> Report:
         ways_out=tuple(ways),
         ways_note=note,
     )
+
+
+def check_history(earlier: list[Schema], previous: Schema, new: Schema) -> list[Report]:
+    """``new`` against every release before ``previous`` (which :func:`check_pair` compares).
+
+    Pairs hide what happens across releases: a field removed in one release and its id (or name,
+    or an enum number, or a variant id) given to something else in a later one looks like an
+    addition next to its predecessor. Against each earlier release this reports
+
+    * every forbidden change, whatever the majors (no version makes a reuse right);
+    * a member that ``previous`` lacks but an earlier release had, back under another name or type
+      (:func:`tracepack.schema_check.diff.retired_reuse`): forbidden;
+    * against a release of the same major, every change that needs a major bump (files of that
+      release must stay readable by every later minor).
+
+    Each report lists only those findings; reports without any are left out.
+    """
+    out: list[Report] = []
+    for old in earlier:
+        findings = retired_reuse(diff_schemas(old, new), old, previous, new)
+        same_major = old.major == new.major
+        kept = [f for f in findings if f.bump == "forbidden" or (same_major and f.bump == "major")]
+        if not kept:
+            continue
+        problems = [
+            f"{f.rule} at {f.where} is forbidden in every version ({new.source} against {old.version})"
+            if f.bump == "forbidden"
+            else f"{f.rule} at {f.where}: {new.source} cannot read files of {old.version}, of the same major"
+            for f in kept
+        ]
+        out.append(
+            Report(
+                old_source=old.source,
+                old_version=(old.major, old.minor),
+                old_status=old.status,
+                new_source=new.source,
+                new_version=(new.major, new.minor),
+                new_status=new.status,
+                findings=tuple(kept),
+                problems=tuple(problems),
+                ways_out=tuple(f"{f.fix} ({f.rule})" for f in kept if f.fix),
+                ways_note="every one of them" if len(kept) > 1 else "",
+            )
+        )
+    return out
