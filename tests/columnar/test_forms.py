@@ -28,7 +28,7 @@ _strings = st.lists(st.one_of(_numbered, st.text(max_size=12), st.sampled_from([
 def test_forms_round_trip_any_strings(values: list[str]) -> None:
     forms = columnar._forms(values)
     if forms is None:
-        assert not any(columnar._FORM_NUMBER.search(s) for s in values if s and not columnar._SPACE.search(s))
+        assert not any(columnar._FORM.fullmatch(s) for s in values if len(s) <= columnar._FORM_AFFIX_MAX)
         return
     assert unforms("$.t[]", forms, len(values)) == values
     assert sum(1 for s in forms[0][: len(values)] if s) <= len(values)
@@ -99,3 +99,14 @@ def test_an_unknown_encoding_is_still_refused() -> None:
     payload["columns"]["$.strings[]"] = ["zigzag", msgspec.msgpack.decode(msgspec.msgpack.encode(["", "x"]))]
     with pytest.raises(DecodeError, match="unknown column encoding 'zigzag'"):
         tracepack.loads(pack(payload, CURRENT))
+
+
+def test_plain_strings_writes_what_builds_before_forms_wrote() -> None:
+    b = tracepack.DocumentBuilder()
+    for i in range(40):
+        b.string(f"node_{i}")
+    doc = b.build()
+    with columnar.plain_strings():
+        before = payload_of(doc.raw, CURRENT)["columns"]["$.strings[]"]
+    assert before == [columnar.PLAIN, doc.raw.strings]
+    assert payload_of(doc.raw, CURRENT)["columns"]["$.strings[]"][0] == columnar.FORMS

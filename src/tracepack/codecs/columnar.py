@@ -58,15 +58,17 @@ version with :func:`msgspec.inspect.type_info`: there is no per-version code.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import itertools
 import operator
 import re
+import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 import msgspec.inspect as mi
@@ -86,6 +88,7 @@ __all__ = [
     "decode_model",
     "encode",
     "encode_model",
+    "plain_strings",
 ]
 
 #: The payload's format marker.
@@ -196,26 +199,52 @@ class _Reader:
             raise self.error(path, "the forms' columns differ in length", expected=_FORMS_WHAT)
         if len(literals) < n:
             raise self.error(path, f"the column has {len(literals)} literals", expected=f"at least {n}, one per row")
-        out = literals[:n]
+        if not steps:
+            return literals[:n]
+        # Every check first, at C speed where it can be; the rows are built after.
         rows = list(itertools.accumulate(steps))
-        for j, (step, index) in enumerate(zip(steps, rows, strict=True)):
-            if (j and step < 1) or index >= n:
-                raise self.error(path, f"form {j} is for row {index}", expected="rows ascending, below the row count")
+        if rows[-1] >= n or (len(steps) > 1 and min(itertools.islice(steps, 1, None)) < 1):
+            j = next(j for j, (step, row) in enumerate(zip(steps, rows, strict=True)) if (j and step < 1) or row >= n)
+            raise self.error(path, f"form {j} is for row {rows[j]}", expected="rows ascending, below the row count")
+        out = literals[:n]
+        if any(map(out.__getitem__, rows)):
+            j = next(j for j, row in enumerate(rows) if out[row])
+            raise self.error(path, f"form {j}: row {rows[j]} also holds a literal", expected="an empty literal")
         taken = set(rows)
-        last: dict[tuple[int, int], int] = {}
-        for j, (index, p, q, residual) in enumerate(zip(rows, prefixes, suffixes, residuals, strict=True)):
-            if out[index] != "":
-                raise self.error(path, f"form {j}: row {index} also holds a literal", expected="an empty literal")
-            if p >= len(literals) or q >= len(literals) or p in taken or q in taken:
-                raise self.error(path, f"form {j} refers to literals {p} and {q}", expected="literal rows, not forms")
-            prefix, suffix = literals[p], literals[q]
-            if len(prefix) + len(suffix) > _FORM_AFFIX_MAX:
-                raise self.error(path, f"form {j}: prefix and suffix are too long", expected=f"<= {_FORM_AFFIX_MAX}")
-            number = last.get((p, q), -1) + 1 + residual
-            if not 0 <= number < _FORM_NUMBER_LIMIT:
-                raise self.error(path, f"form {j} has number {number}", expected=f"0..{_FORM_NUMBER_LIMIT - 1}")
-            last[(p, q)] = number
-            out[index] = f"{prefix}{number}{suffix}"
+        if (
+            max(prefixes) >= len(literals)
+            or max(suffixes) >= len(literals)
+            or not taken.isdisjoint(prefixes)
+            or (not taken.isdisjoint(suffixes))
+        ):
+            j = next(
+                j
+                for j, (p, q) in enumerate(zip(prefixes, suffixes, strict=True))
+                if p >= len(literals) or q >= len(literals) or p in taken or q in taken
+            )
+            raise self.error(
+                path, f"form {j} refers to literals {prefixes[j]} and {suffixes[j]}", expected="literal rows, not forms"
+            )
+        lengths = list(map(len, literals))
+        if max(map(lengths.__getitem__, prefixes)) + max(map(lengths.__getitem__, suffixes)) > _FORM_AFFIX_MAX:
+            for j, (p, q) in enumerate(zip(prefixes, suffixes, strict=True)):
+                if lengths[p] + lengths[q] > _FORM_AFFIX_MAX:
+                    raise self.error(
+                        path, f"form {j}: prefix and suffix are too long", expected=f"<= {_FORM_AFFIX_MAX}"
+                    )
+        numbers = []
+        last: dict[int, int] = {}
+        width = len(literals)
+        for p, q, residual in zip(prefixes, suffixes, residuals, strict=True):
+            key = p * width + q
+            number = last.get(key, -1) + 1 + residual
+            last[key] = number
+            numbers.append(number)
+        if min(numbers) < 0 or max(numbers) >= _FORM_NUMBER_LIMIT:
+            j = next(j for j, v in enumerate(numbers) if not 0 <= v < _FORM_NUMBER_LIMIT)
+            raise self.error(path, f"form {j} has number {numbers[j]}", expected=f"0..{_FORM_NUMBER_LIMIT - 1}")
+        for row, p, number, q in zip(rows, prefixes, numbers, suffixes, strict=True):
+            out[row] = f"{literals[p]}{number}{literals[q]}"
         return out
 
     def bounds(self, path: str, values: list[int], lo: int | None, hi: int | None) -> None:
@@ -263,8 +292,8 @@ _FORMS_DECODER: Final = msgspec.msgpack.Decoder(
     ]
 )
 _FORMS_WHAT: Final = "[literals, row steps, prefixes, suffixes, number residuals]"
-#: The last run of decimal digits of a string (no leading zero): what a form's number is.
-_FORM_NUMBER: Final = re.compile(r"(0|[1-9][0-9]{0,17})(?=[^0-9]*\Z)")
+#: A string without whitespace, split at its last run of decimal digits (no leading zero): a form.
+_FORM: Final = re.compile(r"([^\s]*?)(0|[1-9][0-9]{0,17})([^0-9\s]*)", re.S)
 _FORM_NUMBER_LIMIT: Final = 10**18
 #: The longest prefix + suffix of a form (the writer makes forms of short strings only), so a
 #: few payload bytes cannot ask for long strings.
@@ -275,6 +304,17 @@ _FORMS_MIN_ROWS: Final = 16
 _ZSTD: Final = zstandard.ZstdCompressor(level=3)
 
 
+@contextlib.contextmanager
+def plain_strings() -> Iterator[None]:
+    """Write string columns plain while in the block, as builds before the ``forms`` encoding did
+    (for benchmarks that time today's encoding against that of those builds)."""
+    saved, _Writer.forms_min_rows = _Writer.forms_min_rows, sys.maxsize
+    try:
+        yield
+    finally:
+        _Writer.forms_min_rows = saved
+
+
 def _forms(values: Sequence[str]) -> list[Any] | None:
     """The ``forms`` encoding of a string column, or None when no string has a number.
 
@@ -283,44 +323,45 @@ def _forms(values: Sequence[str]) -> list[Any] | None:
     and the form names the literals before and after the number, and the number as its difference
     from the one predicted: one more than the last number with the same prefix and suffix (0 for
     the first). Node names (``add_7``), torch_fn tags (``add_8;method_descriptor.add``) and module
-    paths (``layers.3.attn``) then become runs of small, repeating integers. Prefixes and suffixes
-    that are no row's literal are appended after the rows.
+    paths (``layers.3.attn``) then become runs of small, repeating integers. A prefix or suffix that
+    is no earlier row's literal is appended after the rows.
     """
     literals = list(values)
     where: dict[str, int] = {}
-    found: list[tuple[int, str, int, str]] = []
+    steps: list[int] = []
+    prefixes: list[int] = []
+    suffixes: list[int] = []
+    residuals: list[int] = []
+    last: dict[int, int] = {}
+    previous = 0
+    match = _FORM.fullmatch
+    # One pass, few allocations: this runs on every string of a big document.
     for i, s in enumerate(values):
-        m = _FORM_NUMBER.search(s) if s and len(s) <= _FORM_AFFIX_MAX and not _SPACE.search(s) else None
+        m = match(s) if len(s) <= _FORM_AFFIX_MAX else None
         if m is None:
             where.setdefault(s, i)
             continue
-        found.append((i, s[: m.start()], int(m.group()), s[m.end() :]))
         literals[i] = ""
-    if not found:
-        return None
-
-    def literal(text: str) -> int:
-        at = where.get(text)
-        if at is None:
-            at = where[text] = len(literals)
-            literals.append(text)
-        return at
-
-    steps, prefixes, suffixes, residuals = [], [], [], []
-    last: dict[tuple[int, int], int] = {}
-    previous = 0
-    for i, prefix, number, suffix in found:
-        p, q = literal(prefix), literal(suffix)
+        prefix, digits, suffix = m.groups()
+        p = where.get(prefix)
+        if p is None:
+            p = where[prefix] = len(literals)
+            literals.append(prefix)
+        q = where.get(suffix)
+        if q is None:
+            q = where[suffix] = len(literals)
+            literals.append(suffix)
+        number = int(digits)
+        key = p << 32 | q
+        residuals.append(number - last.get(key, -1) - 1)
+        last[key] = number
         steps.append(i - previous)
         previous = i
         prefixes.append(p)
         suffixes.append(q)
-        residuals.append(number - last.get((p, q), -1) - 1)
-        last[(p, q)] = number
+    if not steps:
+        return None
     return [literals, steps, prefixes, suffixes, residuals]
-
-
-_SPACE: Final = re.compile(r"\s")
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -332,6 +373,8 @@ class _Writer:
     """Columns as they are written: path -> (encoding, the encoded values)."""
 
     __slots__ = ("columns",)
+    #: String columns shorter than this are always plain.
+    forms_min_rows: ClassVar[int] = _FORMS_MIN_ROWS
 
     def __init__(self) -> None:
         self.columns: dict[str, tuple[str, msgspec.Raw]] = {}
@@ -341,7 +384,7 @@ class _Writer:
             return
         data = _encoder.encode(values)
         encoding = PLAIN
-        if strings and len(values) >= _FORMS_MIN_ROWS:
+        if strings and len(values) >= self.forms_min_rows:
             forms = _forms(values)
             if forms is not None:
                 packed = _encoder.encode(forms)
