@@ -324,24 +324,28 @@ def _forms(values: Sequence[str]) -> list[Any] | None:
     from the one predicted: one more than the last number with the same prefix and suffix (0 for
     the first). Node names (``add_7``), torch_fn tags (``add_8;method_descriptor.add``) and module
     paths (``layers.3.attn``) then become runs of small, repeating integers. A prefix or suffix that
-    is no earlier row's literal is appended after the rows.
+    is no row's literal is appended after the rows.
     """
     literals = list(values)
     where: dict[str, int] = {}
-    steps: list[int] = []
+    rows: list[int] = []
+    matches: list[re.Match[str]] = []
+    match = _FORM.fullmatch
+    for i, s in enumerate(values):  # first every row's literal, so prefixes find them wherever they are
+        m = match(s) if len(s) <= _FORM_AFFIX_MAX else None
+        if m is None:
+            where.setdefault(s, i)
+        else:
+            literals[i] = ""
+            rows.append(i)
+            matches.append(m)
+    if not rows:
+        return None
     prefixes: list[int] = []
     suffixes: list[int] = []
     residuals: list[int] = []
     last: dict[int, int] = {}
-    previous = 0
-    match = _FORM.fullmatch
-    # One pass, few allocations: this runs on every string of a big document.
-    for i, s in enumerate(values):
-        m = match(s) if len(s) <= _FORM_AFFIX_MAX else None
-        if m is None:
-            where.setdefault(s, i)
-            continue
-        literals[i] = ""
+    for m in matches:
         prefix, digits, suffix = m.groups()
         p = where.get(prefix)
         if p is None:
@@ -355,12 +359,9 @@ def _forms(values: Sequence[str]) -> list[Any] | None:
         key = p << 32 | q
         residuals.append(number - last.get(key, -1) - 1)
         last[key] = number
-        steps.append(i - previous)
-        previous = i
         prefixes.append(p)
         suffixes.append(q)
-    if not steps:
-        return None
+    steps = [rows[0], *map(operator.sub, itertools.islice(rows, 1, None), rows)]
     return [literals, steps, prefixes, suffixes, residuals]
 
 
