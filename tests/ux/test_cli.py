@@ -226,3 +226,36 @@ def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stderr", plain)
     assert list(progress(range(3))) == [0, 1, 2]
     assert plain.getvalue() == ""
+
+
+def test_mistyped_commands_and_filters_suggest(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["nodse", MODEL_JSON], capsys)
+    assert code == 2
+    assert err.splitlines()[-1].startswith(
+        "tracepack: argument command: invalid choice 'nodse' (did you mean 'nodes'?)"
+    )
+    code, out, err = run(["nodes", MODEL_JSON, "--module", "blocks.0.atn", "--op", "lienar"], capsys)
+    assert code == 0
+    assert out == ""
+    assert err == (
+        f"tracepack: {MODEL_JSON}: no op 'lienar' (did you mean 'linear'?)\n"
+        f"tracepack: {MODEL_JSON}: no module 'blocks.0.atn' (did you mean 'blocks.0.attn', 'blocks.1.attn', 'blocks.0.attn.qkv'?)\n"
+    )
+    # filters that name real things but match nothing together: no note
+    code, out, err = run(["nodes", MODEL_JSON, "--module", "embed", "--op", "tanh"], capsys)
+    assert (code, out, err) == (0, "", "")
+
+
+def test_one_long_job_shows_its_steps_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    fake = Tty()
+    monkeypatch.setattr(sys, "stderr", fake)
+    assert main(["convert", str(MODEL_JSON), str(tmp_path / "m.tpk")]) == 0
+    shown = fake.getvalue()
+    for step in ("reading", "decoding", "encoding", "writing"):
+        assert step in shown, shown

@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from tracepack.cli._common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, load_any
-from tracepack.errors import TracepackError, UsageError
+from tracepack.errors import TracepackError, UsageError, did_you_mean
 
 __all__ = ["COMMAND_MODULES", "build_parser", "load_any", "main"]
 
@@ -40,6 +41,11 @@ class _Parser(argparse.ArgumentParser):
         # The usage first (argparse's habit, and what a mistyped command needs), then the one-line error.
         self.print_usage(sys.stderr)
         sub = self.prog.removeprefix("tracepack").strip()
+        m = re.match(r"(argument [^:]+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if m:  # a mistyped command or choice: name the close ones
+            arg, given, choices = m.group(1), m.group(2), re.findall(r"'?([^,' ]+)'?", m.group(3))
+            hint = did_you_mean(given, choices)
+            message = f"{arg}: invalid choice {given!r}{hint}; expected one of {', '.join(choices)}"
         raise UsageError(message, where=sub or None)
 
 

@@ -86,18 +86,50 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _tqdm() -> Any:
+    """``tqdm.tqdm`` when bars should show: standard error is a terminal, ``tqdm`` is installed (the
+    ``progress`` extra) and ``TRACEPACK_PROGRESS`` is not ``0``; otherwise None."""
+    if not sys.stderr.isatty() or os.environ.get("TRACEPACK_PROGRESS", "1") == "0":
+        return None
+    try:
+        return importlib.import_module("tqdm").tqdm
+    except ImportError:
+        return None
+
+
 def progress(items: Iterable[T], *, total: int | None = None, desc: str = "") -> Iterator[T]:
-    """``items``, with a progress bar on standard error when it is a terminal and ``tqdm`` is installed
-    (the ``progress`` extra); otherwise just ``items``. ``TRACEPACK_PROGRESS=0`` turns bars off."""
-    bar: Any = None
-    if sys.stderr.isatty() and os.environ.get("TRACEPACK_PROGRESS", "1") != "0":
-        try:
-            tqdm: Any = importlib.import_module("tqdm").tqdm
-        except ImportError:
-            tqdm = None
-        if tqdm is not None:
-            bar = tqdm(items, total=total, desc=desc, unit="file", leave=False, file=sys.stderr)
-    yield from items if bar is None else bar
+    """``items``, with a progress bar on standard error when bars should show (see :func:`_tqdm`)."""
+    tqdm = _tqdm()
+    if tqdm is None:
+        yield from items
+        return
+    yield from tqdm(items, total=total, desc=desc, unit="file", leave=False, file=sys.stderr)
+
+
+class Stages:
+    """The steps of one long job (read, decode, encode, write), shown as a bar with the current step;
+    nothing at all when bars should not show."""
+
+    def __init__(self, desc: str, total: int) -> None:
+        tqdm = _tqdm()
+        fmt = "{desc}: {n}/{total} {postfix} [{elapsed}]"
+        self._bar: Any = (
+            None if tqdm is None else tqdm(total=total, desc=desc, leave=False, file=sys.stderr, bar_format=fmt)
+        )
+
+    def step(self, label: str) -> None:
+        """Start step ``label`` (the previous one is done)."""
+        if self._bar is not None:
+            if self._bar.postfix:
+                self._bar.update(1)
+            self._bar.set_postfix_str(label)
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 def zstd_dict(path: str | None) -> zstandard.ZstdCompressionDict | None:

@@ -10,6 +10,7 @@ from typing import Any
 from tracepack.cli._common import (
     EXIT_OK,
     STDIO,
+    Stages,
     add_force,
     add_json,
     check_output,
@@ -69,25 +70,30 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     from tracepack.container import MAGIC
     from tracepack.formats import read_document
 
-    raw = read(src)
-    is_tpk = raw[: len(MAGIC)] == MAGIC
-    zdict = None if args.zstd_dict == "none" else zstd_dict(args.zstd_dict)
-    doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
-    torch_input = not is_tpk
-    if torch_input and args.zstd_dict is None and args.compression == "zstd":
-        zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
-    codecs = [args.codec] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
-    version = parse_version(args.to_version)
-    best: tuple[bytes, str] | None = None
-    for codec in codecs:
-        data = tracepack.dumps(
-            doc, codec=codec, compression=args.compression, level=args.level, zstd_dict=zdict, version=version
-        )
-        if best is None or len(data) < len(best[0]):
-            best = (data, codec)
-    assert best is not None
-    data, codec = best
-    write_output(dst, data, force=args.force)
+    with Stages(display(src), 4) as stages:
+        stages.step("reading")
+        raw = read(src)
+        is_tpk = raw[: len(MAGIC)] == MAGIC
+        zdict = None if args.zstd_dict == "none" else zstd_dict(args.zstd_dict)
+        stages.step("decoding")
+        doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
+        torch_input = not is_tpk
+        if torch_input and args.zstd_dict is None and args.compression == "zstd":
+            zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
+        codecs = [args.codec] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
+        version = parse_version(args.to_version)
+        best: tuple[bytes, str] | None = None
+        stages.step(f"encoding ({', '.join(codecs)})")
+        for codec in codecs:
+            data = tracepack.dumps(
+                doc, codec=codec, compression=args.compression, level=args.level, zstd_dict=zdict, version=version
+            )
+            if best is None or len(data) < len(best[0]):
+                best = (data, codec)
+        assert best is not None
+        data, codec = best
+        stages.step("writing")
+        write_output(dst, data, force=args.force)
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
@@ -273,7 +279,11 @@ def register(sub: Any) -> None:
     from tracepack.codecs import CODECS
     from tracepack.container import COMPRESSIONS
 
-    c = sub.add_parser("convert", help="convert a model.json, .pt2, .pt or .tpk into a .tpk")
+    c = sub.add_parser(
+        "convert",
+        help="convert a model.json, .pt2, .pt or .tpk into a .tpk",
+        usage="tracepack convert [options] SRC DST\n       tracepack convert [options] SRC... FOLDER",
+    )
     c.add_argument(
         "paths",
         nargs="+",

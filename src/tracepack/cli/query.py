@@ -40,9 +40,12 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     many = len(args.files) > 1
     for path in progress(args.files, total=len(args.files), desc="nodes"):
         try:
-            found = list(find_nodes(load_any(path, zstd_dict=zdict), where))
+            doc = load_any(path, zstd_dict=zdict)
+            found = list(find_nodes(doc, where))
         except TracepackError as exc:
             raise exc.with_source(display(path)) from None
+        if not found:
+            _why_nothing(doc, where, display(path))
         if args.json:
             rows += [{"file": display(path), **r.as_json()} for r in found]
             continue
@@ -52,6 +55,26 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     return EXIT_OK
+
+
+def _why_nothing(doc: Any, where: Any, name: str) -> None:
+    """Nothing matched: when a filter names an op or module the file does not have, say so on stderr,
+    with the close ones (the output itself stays empty, as grep's does)."""
+    from tracepack.errors import did_you_mean
+    from tracepack.query import module_path
+
+    notes = []
+    if where.op is not None:
+        ops = {t for n in doc.nodes() for t in (n.target, *n.target.split("."))}
+        if where.op not in ops:
+            notes.append(f"no op {where.op!r}{did_you_mean(where.op, sorted(ops))}")
+    if where.module:
+        paths = {module_path(n.modules) for n in doc.nodes()}
+        prefixes = {".".join(p.split(".")[:k]) for p in paths for k in range(1, p.count(".") + 2)}
+        if where.module not in prefixes:
+            notes.append(f"no module {where.module!r}{did_you_mean(where.module, sorted(prefixes))}")
+    for note in notes:
+        print(f"tracepack: {name}: {note}", file=sys.stderr)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
