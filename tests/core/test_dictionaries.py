@@ -155,3 +155,15 @@ def test_convert_torch_default_is_the_smallest_with_the_builtin_dictionary(name:
     assert main(["convert", str(out), str(again)]) == 0
     assert read_header(again.read_bytes()).codec == "msgpack"
     assert read_header(again.read_bytes()).dict_id == 0
+
+
+@pytest.mark.parametrize("level", [3, 19])
+def test_prepared_builtin_writes_the_same_bytes_as_zstd(level: int) -> None:
+    """The per-level prepared copy of a built-in dictionary changes speed, not bytes."""
+    doc = import_model_json(_model_json(CORPUS / "helpers.pt2"))
+    data = tracepack.dumps(doc, codec="columnar", level=level, zstd_dict=dictionaries.DEFAULT)
+    plain = tracepack.dumps(doc, codec="columnar", compression="none")[HEADER_SIZE:]
+    raw = resources.files("tracepack.data.zstd").joinpath(dictionaries.TRAINING.file).read_bytes()
+    fresh = zstandard.ZstdCompressionDict(raw, dict_type=zstandard.DICT_TYPE_FULLDICT)
+    assert data[HEADER_SIZE:] == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(plain)
+    assert dictionaries.compression_dict(fresh, level) is fresh  # not a built-in object: used as given
