@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz clean
+.PHONY: help venv venv-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,12 @@ FUZZ_CASES ?= 2000
 FUZZ_SEED ?= 1
 fuzz: $(STAMP) ## Long hostile-input run: FUZZ_CASES mutants per surface (bad inputs saved to $$TMPDIR)
 	$(BIN)/python -m tests.hostile.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --save "$${TMPDIR:-/tmp}/tracepack-fuzz-findings"
+
+release-schema: $(STAMP) ## Release the schema draft: check, lock, generate, migration, golden files
+	$(BIN)/python -m tracepack.schema_check release
+
+schema-fuzz: $(STAMP) ## Long differential run: DIFFERENTIAL_EXAMPLES cases per schema rule, every codec
+	DIFFERENTIAL_EXAMPLES=$${DIFFERENTIAL_EXAMPLES:-30} $(BIN)/python -m pytest -q tests/schema_check/test_differential.py
 
 samples: $(TORCH_STAMP) ## Re-export the bundled torch samples with torch 2.13 (paths neutralised)
 	$(BIN)/python scripts/torch/export_sample.py

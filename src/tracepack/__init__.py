@@ -92,7 +92,7 @@ def loads(
     """Decode a ``.tpk`` container held in memory (see :func:`load`)."""
     from tracepack import container, migrations
     from tracepack.codecs import codec_by_name
-    from tracepack.versions import CURRENT, reader_version
+    from tracepack.versions import CURRENT, from_newer_file, reader_version
 
     header, payload = container.unpack(data, source=source, max_size=max_size, zstd_dict=zstd_dictionary(zstd_dict))
     version = reader_version(header.schema_version, source=source)
@@ -104,7 +104,7 @@ def loads(
         with reading(source, DecodeError, "payload"):  # MessagePack/JSON nested thousands deep
             raw = codec.decode(payload, version, source=source)
     except DecodeError as exc:
-        raise (_from_newer(exc, header.schema_version, version) if newer else exc) from None
+        raise (from_newer_file(exc, header.schema_version, version) if newer else exc) from None
     declared = (raw.header.version.major, raw.header.version.minor)
     if raw.header.magic != "tracepack":
         raise DecodeError(
@@ -132,19 +132,9 @@ def loads(
             doc.validate()
     except TracepackError as exc:
         if newer and isinstance(exc, DecodeError):
-            exc = _from_newer(exc, header.schema_version, version)
+            exc = from_newer_file(exc, header.schema_version, version)
         raise exc.with_source(source) from None
     return doc
-
-
-def _from_newer(exc: DecodeError, written: tuple[int, int], reader: tuple[int, int]) -> DecodeError:
-    """``exc`` from reading a newer minor: say so, since the file may use what was added since (an enum
-    value, a union variant, a sentinel), which this build cannot know (docs/schema-rules.md, "Reading newer files")."""
-    note = (
-        f" (the file is schema {written[0]}.{written[1]}, newer than {reader[0]}.{reader[1]}, the newest this build "
-        "reads: it may use something added since; a newer tracepack reads it)"
-    )
-    return type(exc)(exc.problem + note, source=exc.source, where=exc.where, expected=exc.expected)
 
 
 def load(

@@ -263,7 +263,9 @@ class LazyDocument(ModuleRendering):
         try:
             self._open_tables(r, header)
         except _MALFORMED as exc:
-            raise _decode_error(exc, src, "$") from None
+            raise self._newer(_decode_error(exc, src, "$")) from None
+        except DecodeError as exc:
+            raise self._newer(exc) from None
         self._by_name: memoryview | None = None
         if side is not None:
             by_name = read_side_index(side)
@@ -423,8 +425,16 @@ class LazyDocument(ModuleRendering):
 
     def _fail(self, exc: BaseException, where: str) -> TracepackError:
         if isinstance(exc, TracepackError):
-            return exc.with_source(self.path)
-        return _decode_error(exc, self.path, where)
+            return self._newer(exc.with_source(self.path))
+        return self._newer(_decode_error(exc, self.path, where))
+
+    def _newer(self, exc: TracepackError) -> TracepackError:
+        """A DecodeError from a file of a newer minor says so, worded as the eager readers word it."""
+        from tracepack.versions import from_newer_file
+
+        if isinstance(exc, DecodeError) and self.source_version > self._version:
+            return from_newer_file(exc, self.source_version, self._version)
+        return exc
 
     def _ref(self, table: str, value: int, size_of: str, where: str, null: int = 0) -> int:
         if not null <= value < self._rows[size_of]:

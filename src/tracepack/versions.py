@@ -25,9 +25,17 @@ from types import ModuleType
 
 from tracepack_generated import RELEASED, VERSIONS
 
-from tracepack.errors import VersionError
+from tracepack.errors import DecodeError, VersionError
 
-__all__ = ["CURRENT", "RELEASED", "VERSIONS", "current_version", "generated", "reader_version"]
+__all__ = [
+    "CURRENT",
+    "RELEASED",
+    "VERSIONS",
+    "current_version",
+    "from_newer_file",
+    "generated",
+    "reader_version",
+]
 
 
 def current_version(released: tuple[tuple[int, int], ...]) -> tuple[int, int]:
@@ -69,3 +77,14 @@ def reader_version(
         expected=f"one of {', '.join(f'{a}.{b}' for a, b in released)} or a newer minor of a known major "
         f"(this build writes {newest[0]}.{newest[1]})",
     )
+
+
+def from_newer_file(exc: DecodeError, written: tuple[int, int], reader: tuple[int, int]) -> DecodeError:
+    """``exc`` from reading a newer minor, saying so: the file may use what was added since (an enum
+    value, a union variant), which this build cannot know (docs/schema-rules.md, "Reading newer files").
+    Every reader (eager and lazy) words it the same."""
+    note = (
+        f" (the file is schema {written[0]}.{written[1]}, newer than {reader[0]}.{reader[1]}, the newest this build "
+        "reads: it may use something added since; a newer tracepack reads it)"
+    )
+    return type(exc)(exc.problem + note, source=exc.source, where=exc.where, expected=exc.expected)

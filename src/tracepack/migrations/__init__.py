@@ -2,24 +2,46 @@
 
 One module per step (``v1_0_to_v1_1.py``, ...), each converting the typed
 model of one version into the next (``upgrade``) and, where no information
-is lost, back (``downgrade``). :data:`STEPS` registers them in one place;
-:func:`upgrade` and :func:`downgrade` chain them.
+is lost, back (``downgrade``). :data:`STEPS` finds them by their names (so a
+release adds a module and nothing else); :func:`upgrade` and :func:`downgrade`
+chain them. ``tracepack schema release`` writes the module of a release that
+only adds, complete (:mod:`tracepack.migrations._additive`).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from typing import Any
 
 from tracepack.errors import VersionError
-from tracepack.migrations import v1_0_to_v1_1
 
 __all__ = ["STEPS", "downgrade", "upgrade"]
 
-#: ``(from, to) -> (upgrade, downgrade)``, in release order.
-STEPS: dict[tuple[tuple[int, int], tuple[int, int]], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-    (v1_0_to_v1_1.FROM, v1_0_to_v1_1.TO): (v1_0_to_v1_1.upgrade, v1_0_to_v1_1.downgrade),
-}
+_STEP_MODULE = re.compile(r"^v(\d+)_(\d+)_to_v(\d+)_(\d+)$")
+
+
+def _steps() -> dict[tuple[tuple[int, int], tuple[int, int]], tuple[Callable[[Any], Any], Callable[[Any], Any]]]:
+    """Every ``vA_B_to_vC_D`` module of this package (``tracepack schema release`` writes them)."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        m = _STEP_MODULE.match(info.name)
+        if m is not None:
+            a, b, c, d = map(int, m.groups())
+            found.append((((a, b), (c, d)), info.name))
+    out = {}
+    for key, name in sorted(found):
+        module = importlib.import_module(f"{__name__}.{name}")
+        if (tuple(module.FROM), tuple(module.TO)) != key:
+            raise VersionError(f"migration {name} declares {module.FROM} -> {module.TO}, not what its name says")
+        out[key] = (module.upgrade, module.downgrade)
+    return out
+
+
+#: ``(from, to) -> (upgrade, downgrade)``, in release order: one module per step, found by name.
+STEPS: dict[tuple[tuple[int, int], tuple[int, int]], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = _steps()
 
 
 def upgrade(raw: Any, version: tuple[int, int], target: tuple[int, int]) -> Any:

@@ -30,7 +30,7 @@ from tracepack.schema_check.diff import Finding
 from tracepack.schema_check.lock import LOCK_FILE, LockEntry, check_lock, parse_lock
 from tracepack.schema_check.verdict import Report, check_history, check_pair
 
-__all__ = ["SuiteReport", "check_all", "format_report", "main", "report_json"]
+__all__ = ["SuiteReport", "check_all", "format_report", "format_suite", "main", "report_json"]
 
 PROG = "tracepack schema check"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -146,7 +146,7 @@ def report_json(r: Report) -> dict[str, Any]:
     }
 
 
-def _format_suite(s: SuiteReport) -> list[str]:
+def format_suite(s: SuiteReport) -> list[str]:
     draft = f"draft {', '.join(s.drafts)}" if s.drafts else "no draft"
     lines = [f"check --all {s.folder}/: released {', '.join(s.released) or 'none'}; {draft}"]
     for r in s.pairs:
@@ -205,6 +205,23 @@ def _parser() -> argparse.ArgumentParser:
         f"the lock file DIR/{LOCK_FILE} and the draft against the latest release",
     )
     c.add_argument("--json", action="store_true", help="machine-readable output")
+    d = sub.add_parser(
+        "draft",
+        help="copy the newest release to the next version, as a draft to edit",
+        description="Copy the newest release in ROOT/schema to tracepack-X.Y.toml (the next minor, or major "
+        'with --major), status = "draft". Language: docs/schema-language.md.',
+    )
+    d.add_argument("--major", action="store_true", help="the next major version instead of the next minor")
+    d.add_argument("--root", default=".", metavar="DIR", help="the repository (default: the current folder)")
+    r = sub.add_parser(
+        "release",
+        help="release the draft: check, lock, generate, migration, golden files",
+        description="Release the draft in ROOT/schema: refuse unless `check --all` passes; set status = "
+        '"released", lock it, regenerate generated/, point src/tracepack/model.py at it, write the migration '
+        "from the previous release (complete when the change only adds) and the golden files.",
+    )
+    r.add_argument("--root", default=".", metavar="DIR", help="the repository (default: the current folder)")
+    r.add_argument("--no-golden", action="store_true", help="do not write golden files")
     return p
 
 
@@ -214,6 +231,23 @@ def _load(path: str) -> Schema:
 
 def _run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
+    if args.command == "draft":
+        from tracepack.schema_check.release import new_draft
+
+        path = new_draft(Path(args.root) / "schema", major=args.major)
+        print(
+            f"{path.relative_to(args.root) if path.is_relative_to(args.root) else path}: the draft; edit it, then "
+            "`tracepack schema release`"
+        )
+        return EXIT_OK
+    if args.command == "release":
+        from tracepack.schema_check.release import release
+
+        done = release(Path(args.root), golden=not args.no_golden)
+        for line in done.todo:
+            print(f"TODO: {line}")
+        print(f"released {done.version}" + ("" if done.todo else ": nothing left to write by hand"))
+        return EXIT_OK
     if args.all is not None:
         if args.schemas:
             raise UsageError("--all takes a folder, not OLD NEW")
@@ -225,7 +259,7 @@ def _run(argv: Sequence[str]) -> int:
         print(
             json.dumps(_suite_json(suite), indent=2, ensure_ascii=False)
             if args.json
-            else "\n".join(_format_suite(suite))
+            else "\n".join(format_suite(suite))
         )
         return EXIT_OK if suite.ok else EXIT_FAIL
     if len(args.schemas) != 2:
