@@ -174,10 +174,22 @@ def python_zip_copy(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
             zout.writestr(out, data)
 
 
+def _torch_writer(src: Path, archive: zipfile.ZipFile) -> bool:
+    """Whether torch's PyTorchStreamWriter wrote the zip: its ``FB`` padding is in the local
+    headers only (the central directory has no extra field)."""
+    raw = src.read_bytes()
+    for info in archive.infolist():
+        at = info.header_offset
+        name_len, extra_len = struct.unpack("<HH", raw[at + 26 : at + 30])
+        if not raw[at + 30 + name_len : at + 30 + name_len + extra_len].startswith(b"FB"):
+            return False
+    return True
+
+
 def neutralise(src: Path, dst: Path, rewriter: PathRewriter) -> None:
     replace: dict[str, bytes] = {}
     with zipfile.ZipFile(src) as archive:
-        torch_writer = any(i.extra.startswith(b"FB") for i in archive.infolist())
+        torch_writer = _torch_writer(src, archive)
         for info in archive.infolist():
             name = info.filename
             data = archive.read(name)

@@ -1,4 +1,4 @@
-"""torch archive commands: ``pack``, ``unpack``."""
+"""torch archive commands: ``pack``, ``unpack``, ``upgrade``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,15 @@ def cmd_unpack(args: argparse.Namespace) -> int:
     return _run(args, lambda data: unpack_pt2(data, source=display(args.src)))
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    """``tracepack upgrade OLD.pt2 NEW.pt2``: a program any torch release wrote, for today's torch."""
+    from tracepack.torch.upgrade import upgrade_file
+
+    program = upgrade_file(args.src, args.dst)
+    print(f"wrote {args.dst}: {len(program.graph.nodes)} nodes, loadable by this torch's torch.export.load")
+    return EXIT_OK
+
+
 def register(sub: Any) -> None:
     """Add this module's commands to the ``tracepack`` parser."""
     k = sub.add_parser("pack", help="move a .pt2's per-node debug strings into a tracepack member of the archive")
@@ -54,3 +63,8 @@ def register(sub: Any) -> None:
     add_force(u)
     add_json(u)
     u.set_defaults(func=cmd_unpack)
+
+    g = sub.add_parser("upgrade", help="rewrite a .pt2 of any torch release (2.1+) for the installed torch")
+    g.add_argument("src", help="a .pt2 written by torch 2.1 or later (either archive layout)")
+    g.add_argument("dst", help="output .pt2 (written atomically) that torch.export.load reads")
+    g.set_defaults(func=cmd_upgrade)

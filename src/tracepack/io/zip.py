@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tracepack.errors import LegacyFormatError
 
-__all__ = ["ALIGN", "MAX_MEMBER_BYTES", "Archive", "Member", "open_archive", "write_archive"]
+__all__ = ["ALIGN", "MAX_MEMBER_BYTES", "Archive", "Member", "open_archive", "write_archive", "write_plain_archive"]
 
 ALIGN = 64
 #: The largest member read (as the zip declares it): weights can be large, debug members never are.
@@ -45,7 +45,8 @@ class Archive:
     def __init__(self, data: bytes | bytearray | memoryview, *, source: str) -> None:
         self.source = source
         try:
-            self._zip = zipfile.ZipFile(io.BytesIO(bytes(data)))
+            self._data = bytes(data)
+            self._zip = zipfile.ZipFile(io.BytesIO(self._data))
             infos = self._zip.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError) as exc:
             raise LegacyFormatError(
@@ -79,6 +80,21 @@ class Archive:
             raise LegacyFormatError(f"member holds {len(data)} bytes, the zip declares {info.file_size}", source=where)
         return data
 
+    def torch_aligned(self) -> bool:
+        """Whether every member carries torch's ``FB`` alignment padding (``PyTorchStreamWriter``);
+        archives written with Python's ``zipfile`` (torch 2.1-2.7's ``.pt2``) do not."""
+        raw = self._data
+        for info in self._infos.values():
+            at = info.header_offset
+            name_len, extra_len = struct.unpack("<HH", raw[at + 26 : at + 30])
+            if not raw[at + 30 + name_len : at + 30 + name_len + extra_len].startswith(b"FB"):
+                return False  # the padding sits in the local headers only
+        return True
+
+    def compress_type(self, name: str) -> int:
+        """How ``name`` is stored (``zipfile.ZIP_STORED``, ``ZIP_DEFLATED``, ...)."""
+        return self._infos[name].compress_type
+
     def close(self) -> None:
         self._zip.close()
 
@@ -92,6 +108,18 @@ class Archive:
 def open_archive(data: bytes | bytearray | memoryview, *, source: str) -> Archive:
     """Open zip bytes for reading (see :class:`Archive`)."""
     return Archive(data, source=source)
+
+
+def write_plain_archive(members: Iterable[tuple[Member, int, bytes]]) -> bytes:
+    """Write ``(member, compress_type, data)`` in order as Python's ``zipfile`` does (no padding)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", allowZip64=True) as zout:
+        for member, compress_type, data in members:
+            info = zipfile.ZipInfo(member.name, date_time=member.date_time)
+            info.external_attr = member.external_attr
+            info.compress_type = compress_type
+            zout.writestr(info, data)
+    return out.getvalue()
 
 
 def write_archive(members: Iterable[tuple[Member | str, bytes]], *, deflate: Collection[str] = ()) -> bytes:

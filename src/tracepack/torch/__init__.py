@@ -161,10 +161,15 @@ def load(
     and anything else that needs a full unpickler raise
     :class:`~tracepack.errors.UnsafePickleError` naming the member. ``trust_pickles=True``
     loads those the way torch does (their pickles can run code: only for files you trust).
-    See docs/torch-load.md.
+    A ``.pt2`` of an older torch (2.1 on, either archive layout) is upgraded to the installed
+    torch's schema first (:mod:`tracepack.torch.upgrade`). See docs/torch-load.md.
     """
     from tracepack.torch.loader import load_pt2
+    from tracepack.torch.upgrade import load_if_old
 
+    old = load_if_old(f)  # torch 2.1-2.7's flat archives and older schemas: upgraded first
+    if old is not None:
+        return old
     return load_pt2(
         f, extra_files=extra_files, expected_opset_version=expected_opset_version, trust_pickles=trust_pickles
     )

@@ -36,6 +36,7 @@ from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
 from tracepack.errors import LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, Member, open_archive, write_archive
+from tracepack.torch.export import layouts
 from tracepack.torch.export import model_json as export_json
 from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
@@ -70,6 +71,8 @@ _FORMATS = {"legacy": DebugPklForm.LEGACY, "table": DebugPklForm.STRING_TABLE}
 def archive_kind(archive: Archive) -> str:
     """``"pt2"`` or ``"torchscript"``; a LegacyFormatError for any other zip."""
     rel = {archive.relative(n) for n in archive.names()}
+    if layouts.layout_of(archive) is not None:
+        return "pt2"
     if archive.top is not None:
         if "archive_format" in rel or any(_MODEL_JSON.fullmatch(r) for r in rel):
             return "pt2"
@@ -78,7 +81,10 @@ def archive_kind(archive: Archive) -> str:
     raise LegacyFormatError(
         "a zip archive, but not one torch wrote",
         source=archive.source,
-        expected="a .pt2 (<name>/models/<model>.json) or a TorchScript archive (<name>/code/..., <name>/data.pkl)",
+        expected=(
+            "a .pt2 (<name>/models/<model>.json or serialized_exported_program.json)"
+            " or a TorchScript archive (<name>/code/..., <name>/data.pkl)"
+        ),
     )
 
 

@@ -27,13 +27,13 @@ graph's nodes as ``<node>/<graph>/<name>``), so ``tracepack trace`` works on it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tracepack.document import Document
 from tracepack.errors import LegacyFormatError, UsageError
-from tracepack.io.zip import Archive, Member, open_archive, write_archive
+from tracepack.io.zip import Archive, Member, open_archive
+from tracepack.torch.export import layouts
 
 __all__ = [
     "DEBUG_KEYS",
@@ -51,22 +51,17 @@ __all__ = [
 #: Folder (below the archive's top folder) of the tracepack members: one ``<model>.tpk`` per program.
 MEMBER_DIR = "tracepack/"
 LAYOUT_EXTENSION = "tracepack.pt2/layout"
-_MODEL = re.compile(r"models/([^/]+)\.json")
 MAX_PROGRAM_BYTES = 4 << 30
 
 
 def _programs(archive: Archive) -> list[tuple[str, str]]:
-    """``(member name, model name)`` of every program in the archive, in archive order."""
-    out = []
-    for name in archive.names():
-        match = _MODEL.fullmatch(archive.relative(name))
-        if match is not None and archive.top is not None:
-            out.append((name, match.group(1)))
-    return out
+    """``(member name, model name)`` of every program in the archive, in archive order (both
+    layouts: ``<top>/models/<model>.json`` and torch 2.1-2.7's flat zip, see :mod:`.export.layouts`)."""
+    return [(p.member, p.model) for p in layouts.programs(archive)]
 
 
 def _tpk_name(archive: Archive, model: str) -> str:
-    return f"{archive.top}/{MEMBER_DIR}{model}.tpk"
+    return layouts.side_member(archive, MEMBER_DIR, f"{model}.tpk")
 
 
 def is_packed(archive: Archive) -> bool:
@@ -81,7 +76,7 @@ def _check_pt2(archive: Archive) -> list[tuple[str, str]]:
         raise LegacyFormatError(
             "no program in the archive",
             source=archive.source,
-            expected="a torch.export .pt2 with <name>/models/<model>.json",
+            expected="a torch.export .pt2 (<name>/models/<model>.json, or serialized_exported_program.json)",
         )
     return programs
 
@@ -273,7 +268,7 @@ def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = (), strip: bool 
             out.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
             if m.name in extra:
                 out.append(extra[m.name])
-        return write_archive(out, deflate=set(replace))
+        return layouts.rewrite(archive, out, deflate=set(replace))
 
 
 def _merged_programs(archive: Archive) -> dict[str, bytes]:
@@ -307,7 +302,7 @@ def unpack_pt2(data: bytes, *, source: str) -> bytes:
             for m in archive.members
             if m.name not in drop
         ]
-        return write_archive(out)
+        return layouts.rewrite(archive, out)
 
 
 def read_program(archive: Archive) -> tuple[str, bytes]:
@@ -334,4 +329,4 @@ def replace_program(archive: Archive, model_json: bytes) -> bytes:
             out.append((m, model_json))
         else:
             out.append((m, merged.get(m.name) or archive.read(m.name)))
-    return write_archive(out)
+    return layouts.rewrite(archive, out)

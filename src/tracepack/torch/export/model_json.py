@@ -29,26 +29,16 @@ from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, UsageError
+from tracepack.torch.export.node_names import GraphNames
+from tracepack.torch.export.schema_versions import NEWEST_MAJOR, OLDEST_MAJOR, schema_version_of
+from tracepack.torch.export.values import ValueForm, decode_value, detect_form, encode_value
 from tracepack.traces import FrameKey
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "export_program", "import_model_json", "is_model_json"]
 
 PROGRAM_EXTENSION = "torch.export/program"
 NODES_EXTENSION = "torch.export/nodes"
-SUPPORTED_MAJORS = (5, 6, 7, 8)
-
-# torch's ScalarType codes (torch/_export/serde/schema.py) <-> names stored in Value.dtype.
-_DTYPES = {
-    0: "UNKNOWN", 1: "BYTE", 2: "CHAR", 3: "SHORT", 4: "INT", 5: "LONG", 6: "HALF", 7: "FLOAT", 8: "DOUBLE",
-    9: "COMPLEXHALF", 10: "COMPLEXFLOAT", 11: "COMPLEXDOUBLE", 12: "BOOL", 13: "BFLOAT16", 28: "UINT16",
-    29: "FLOAT8E4M3FN", 30: "FLOAT8E5M2", 31: "FLOAT8E4M3FNUZ", 32: "FLOAT8E5M2FNUZ",
-}  # fmt: skip
-_DTYPE_CODES = {v: k for k, v in _DTYPES.items()}
-# torch's Layout codes <-> names stored in Value.layout (Strided, the default, is stored as 0).
-_LAYOUTS = {0: "Unknown", 1: "SparseCoo", 2: "SparseCsr", 3: "SparseCsc", 4: "SparseBsr", 5: "SparseBsc", 6: "_mkldnn"}
-_LAYOUT_CODES = {v: k for k, v in _LAYOUTS.items()}
-_STRIDED = 7
-_TENSOR_KEYS = ["dtype", "sizes", "requires_grad", "device", "strides", "storage_offset", "layout"]
+SUPPORTED_MAJORS = tuple(range(OLDEST_MAJOR, NEWEST_MAJOR + 1))
 
 
 def is_model_json(data: bytes) -> bool:
@@ -169,78 +159,32 @@ def _argument_json(s: list[str], a: m.Argument) -> Any:
     return value if a.variant == 0 else {s[a.variant]: value}
 
 
-def _sym(v: Any) -> int | str | None:
-    """A torch SymInt dict as a concrete int or an expression string; None if neither exactly."""
-    if type(v) is dict and len(v) == 1:
-        if type(v.get("as_int")) is int:
-            return int(v["as_int"])
-        e = v.get("as_expr")
-        if type(e) is dict and list(e) == ["expr_str", "hint"] and type(e["expr_str"]) is str and e["hint"] is None:
-            return str(e["expr_str"])
-    return None
-
-
-def _sym_json(v: int | str) -> Any:
-    return {"as_int": v} if isinstance(v, int) else {"as_expr": {"expr_str": v, "hint": None}}
-
-
-def _device_str(d: Any) -> str | None:
-    if type(d) is dict and list(d) == ["type", "index"] and type(d["type"]) is str and ":" not in d["type"]:
-        if d["index"] is None:
-            return str(d["type"])
-        if type(d["index"]) is int:
-            return f"{d['type']}:{d['index']}"
-    return None
-
-
-def _device_json(text: str) -> dict[str, Any]:
-    kind, _, index = text.partition(":")
-    return {"type": kind, "index": int(index) if index else None}
-
-
-def _add_value(b: DocumentBuilder, name: str, meta: Any) -> None:
-    typed: dict[str, Any] | None = None
-    if type(meta) is dict and list(meta) == _TENSOR_KEYS and (meta["layout"] == _STRIDED or meta["layout"] in _LAYOUTS):
-        sizes = [_sym(x) for x in meta["sizes"]] if type(meta["sizes"]) is list else [None]
-        strides = [_sym(x) for x in meta["strides"]] if type(meta["strides"]) is list else [None]
-        device = _device_str(meta["device"])
-        offset = _sym(meta["storage_offset"])
-        if (
-            None not in sizes
-            and None not in strides
-            and device is not None
-            and offset is not None
-            and type(meta["dtype"]) is int
-            and meta["dtype"] in _DTYPES
-            and type(meta["layout"]) is int
-            and type(meta["requires_grad"]) is bool
-        ):
-            typed = {"dtype": _DTYPES[meta["dtype"]], "shape": sizes, "strides": strides, "device": device}
-            typed["requires_grad"] = meta["requires_grad"]
-            typed["storage_offset"] = offset
-            typed["layout"] = _LAYOUTS.get(meta["layout"], "")
-    if typed is None:
-        b.add_value(name, json_form=meta)
+def _add_value(b: DocumentBuilder, name: str, meta: Any, form: ValueForm) -> None:
+    """Add a tensor value typed when ``form`` rebuilds it exactly, else as its JSON."""
+    decoded = decode_value(meta, form)
+    if decoded is not None and encode_value(decoded[0], form) == meta:
+        b.add_value(name, **decoded[0])
     else:
-        b.add_value(name, **typed)
+        b.add_value(name, json_form=meta)
 
 
-def _value_json(s: list[str], v: m.Value) -> Any:
+def _value_json(s: list[str], v: m.Value, form: ValueForm) -> Any:
     if v.json:
         return json_value(s[v.json], f"$.strings[{v.json}]")
     shape: list[int | str] = [s[e] if e else d for d, e in zip(v.shape, v.sym_shape or [0] * len(v.shape), strict=True)]
     strides: list[int | str] = [
         s[e] if e else d for d, e in zip(v.strides, v.sym_strides or [0] * len(v.strides), strict=True)
     ]
-    return {
-        "dtype": _DTYPE_CODES[s[v.dtype]],
-        "sizes": [_sym_json(x) for x in shape],
+    typed = {
+        "dtype": s[v.dtype],
+        "shape": shape,
+        "strides": strides,
+        "device": s[v.device],
         "requires_grad": v.requires_grad,
-        "device": _device_json(s[v.device]),
-        "strides": [_sym_json(x) for x in strides],
-        "storage_offset": _sym_json(s[v.sym_storage_offset] if v.sym_storage_offset else v.storage_offset),
-        "layout": _LAYOUT_CODES[s[v.layout]] if v.layout else _STRIDED,
+        "storage_offset": s[v.sym_storage_offset] if v.sym_storage_offset else v.storage_offset,
+        "layout": s[v.layout],
     }
+    return encode_value(typed, form)
 
 
 def _check_program(obj: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -249,14 +193,14 @@ def _check_program(obj: Any, source: str) -> tuple[dict[str, Any], dict[str, Any
         raise LegacyFormatError(
             "top level is not an object", source=source, where="$", expected="a torch.export program"
         )
-    version = obj.get("schema_version")
-    if not (type(version) is dict and type(version.get("major")) is int and type(version.get("minor")) is int):
+    version = schema_version_of(obj)
+    if version is None:
         raise LegacyFormatError(
             "no schema_version", source=source, where="$.schema_version", expected="{major, minor} of torch's schema"
         )
-    if version["major"] not in SUPPORTED_MAJORS:
+    if version.major not in SUPPORTED_MAJORS:
         raise LegacyFormatError(
-            f"torch.export schema {version['major']}.{version['minor']} is not supported",
+            f"torch.export schema {version} is not supported",
             source=source,
             where="$.schema_version",
             expected=f"major {', '.join(map(str, SUPPORTED_MAJORS))}",
@@ -365,9 +309,9 @@ class _Importer:
         self.nested = self.structured = structured
         self.gm = obj["graph_module"]
         self.graph = self.gm["graph"]
-        version = obj["schema_version"]
+        version = schema_version_of(obj)
         self.b = DocumentBuilder(producer="torch.export", producer_version=str(obj.get("torch_version", "")))
-        self.b.add_metadata("torch.export/schema_version", f"{version['major']}.{version['minor']}")
+        self.b.add_metadata("torch.export/schema_version", str(version))
         # Every node of every graph (nested ones after the node whose argument holds them).
         self.raw_nodes: list[Any] = []
         self.prefixes: list[str] = []
@@ -375,6 +319,7 @@ class _Importer:
         self.typed: list[int] = []
         self.whole: dict[str, Any] = {}
         self.names: set[str] = set()
+        self.fx_names: dict[str, GraphNames] = {}
         nodes = self._all_nodes(self.graph)
         orders = Counter(tuple(n) if type(n) is dict else () for n in nodes)
         self.keys = list(orders.most_common(1)[0][0]) if nodes else ["target", "inputs", "outputs", "metadata", "name"]
@@ -392,6 +337,8 @@ class _Importer:
             k: Counter(_dumps(n.get(k)) for n in nodes if type(n) is dict).most_common(1)[0][0] for k in self.extra_keys
         }
         self.co: list[tuple[str, dict[int, tuple[str, str]]]] | None = None
+        values = self.graph.get("tensor_values")
+        self.value_form = detect_form(values if type(values) is dict else {})
         self.co_rows: list[tuple[str, list[int]]] = []
 
     def _all_nodes(self, graph: dict[str, Any]) -> list[Any]:
@@ -421,6 +368,8 @@ class _Importer:
         b.add_extension(PROGRAM_EXTENSION, None, raw_json=_dumps(skeleton))
         doc = b.build()
         layout: dict[str, Any] = {"keys": self.keys}
+        if self.value_form.to_json():
+            layout["values"] = self.value_form.to_json()
         if self.input_keys != ["name", "arg", "kind"]:
             layout["input_keys"] = self.input_keys
         if self.co is not None:
@@ -452,11 +401,13 @@ class _Importer:
         count = 0
         if type(values) is dict:
             for name, meta in values.items():
-                _add_value(b, name, meta)
+                _add_value(b, name, meta, self.value_form)
                 count += 1
         inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
         outputs = [] if prefix else [_typed_argument(b, a) for a in graph["outputs"]]
         start = len(self.raw_nodes)
+        self.fx_names[prefix] = GraphNames()
+        self.fx_names[prefix].inputs(graph["inputs"])
         for n in graph["nodes"]:
             self._node(n, prefix)
         if prefix:
@@ -499,12 +450,8 @@ class _Importer:
     def _name(self, n: dict[str, Any], i: int, prefix: str) -> str:
         if "name" in n:
             return f"{prefix}{n['name']}"
-        # Schemas before 8 have no node names: name the node after its first output, as torch does.
-        outs = n["outputs"]
-        first = outs[0] if outs else None
-        tensor = first.get("as_tensor") if type(first) is dict else None
-        name = tensor.get("name") if type(tensor) is dict else None
-        candidate = f"{prefix}{name}" if type(name) is str else f"{prefix}#{i}"
+        # Schemas before 8 have no node names: the name torch.export.load gives the node.
+        candidate = f"{prefix}{self.fx_names[prefix].node(n)}"
         return candidate if candidate not in self.names else f"{prefix}#{i}"
 
     def _co_stack(self, meta: dict[str, str]) -> dict[str, Any]:
@@ -518,7 +465,9 @@ class _Importer:
         sub = _as_graph(arg) if self.nested else None
         if sub is not None:
             subs.append(sub)
-            inner = {"name": sub["name"], "graph": self._skeleton(sub["graph"], nested=True)}
+            inner: dict[str, Any] = {"name": sub["name"], "graph": self._skeleton(sub["graph"], nested=True)}
+            if list(arg) != ["as_graph"]:  # schemas 1-2 write every union member, null but this one
+                inner["union_keys"] = list(arg)
             return m.ArgGeneric(self.b.string("as_graph"), self.b.string(_dumps(inner)))
         return _typed_argument(self.b, arg)
 
@@ -560,7 +509,7 @@ def _nested_graphs(n: Any) -> list[dict[str, Any]]:
 
 def _as_graph(arg: Any) -> dict[str, Any] | None:
     """The ``{"name", "graph"}`` of an ``{"as_graph": ...}`` argument, or None."""
-    if type(arg) is not dict or list(arg) != ["as_graph"]:
+    if type(arg) is not dict or "as_graph" not in arg or any(v is not None for k, v in arg.items() if k != "as_graph"):
         return None
     sub = arg["as_graph"]
     ok = type(sub) is dict and list(sub) == ["name", "graph"] and type(sub["name"]) is str and _is_graph(sub["graph"])
@@ -675,6 +624,7 @@ class _Exporter:
         self.whole = layout["whole"]
         self.graphs: list[list[int]] = layout.get("graphs", [])
         self.co = layout.get("co_fileinfo")
+        self.value_form = ValueForm.from_json(layout.get("values"))
         self.nested = "graphs" in layout
         self.node = 0
         self.value = 0
@@ -704,7 +654,7 @@ class _Exporter:
         s, values = self.s, self.doc.raw.graph.values
         if "tensor_values" in graph:
             taken = values[self.value : self.value + n_values]
-            graph["tensor_values"] = {s[v.name]: _value_json(s, v) for v in taken}
+            graph["tensor_values"] = {s[v.name]: _value_json(s, v, self.value_form) for v in taken}
         self.value += n_values
         nodes = []
         stored = self.doc.raw.graph.nodes
@@ -737,6 +687,9 @@ class _Exporter:
         value = _argument_json(self.s, a)
         if self.nested and isinstance(a, m.ArgGeneric) and self.s[a.variant] == "as_graph":
             sub = value["as_graph"]
+            keys = sub.pop("union_keys", None)
+            if keys is not None:
+                value = {k: sub if k == "as_graph" else None for k in keys}
             if self.graph_slot >= len(self.graphs):
                 raise DecodeError("more nested graphs than the layout records", where="$.extensions")
             n_nodes, n_values = self.graphs[self.graph_slot]

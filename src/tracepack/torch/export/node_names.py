@@ -1,0 +1,126 @@
+"""Node names as torch shows them for programs whose nodes carry no ``name`` (schemas before 8).
+
+Before schema 8 a serialized node had no name of its own: ``torch.export.load`` named it while
+rebuilding the fx graph. A node returning one tensor takes that tensor's name; a node of
+``_operator`` (symbolic arithmetic) takes its output's name; every other node (several outputs,
+a ``SymInt`` from ``aten.sym_size``, a list, a higher-order operator) gets the name torch.fx makes
+from its target -- ``_native_batch_norm_legit_no_training_default``, ``sym_size_int``,
+``split_tensor``, ``cond`` -- numbered ``_1``, ``_2`` ... within its graph, and its outputs become
+``getitem`` nodes named after them. :class:`GraphNames` replays that, graph by graph, so the
+names tracepack gives are the ones the writing release printed (checked against every release's
+own ``torch.export.load`` in ``tests/data/torch/releases/``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from collections import defaultdict
+from typing import Any
+
+__all__ = ["GraphNames", "target_candidate"]
+
+_ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
+_SUFFIX = re.compile(r"(.*)_(\d+)$")
+
+
+def _snake_case(s: str) -> str:
+    out = []
+    prev_lower = False
+    for c in s:
+        if prev_lower and c.isupper():
+            out.append("_")
+        out.append(c.lower())
+        prev_lower = c.islower()
+    return "".join(out)
+
+
+def target_candidate(target: str) -> str:
+    """The name torch.fx starts from for a serialized target: the operator's ``__name__``
+    (``split.Tensor`` for ``torch.ops.aten.split.Tensor``, ``cond`` for
+    ``torch.ops.higher_order.cond``, ``mul`` for ``_operator.mul``), snake-cased."""
+    parts = target.split(".")
+    op = f"{parts[3]}.{'.'.join(parts[4:])}" if target.startswith("torch.ops.") and len(parts) >= 5 else parts[-1]
+    return _snake_case(op)
+
+
+class GraphNames:
+    """torch.fx's name space of one graph: unique names, ``_N`` suffixes counted per base."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.count: dict[str, int] = defaultdict(int)
+
+    def create(self, candidate: str) -> str:
+        candidate = _ILLEGAL.sub("_", candidate) or "_unnamed"
+        if candidate[0].isdigit():
+            candidate = f"_{candidate}"
+        match = _SUFFIX.match(candidate)
+        if match is None:
+            base, num = candidate, None
+        else:
+            base, num = match.group(1), int(match.group(2))
+        candidate = base if num is None else f"{base}_{num}"
+        if not num:
+            num = self.count[base]
+        while candidate in self.used or candidate in keyword.kwlist or candidate in builtins.__dict__:
+            num += 1
+            candidate = f"{base}_{num}"
+        self.used.add(candidate)
+        self.count[base] = num
+        return candidate
+
+    def inputs(self, args: Any) -> None:
+        """The graph's placeholders, named after its inputs."""
+        for name in _names(args):
+            self.create(name)
+
+    def node(self, node: dict[str, Any]) -> str:
+        """The name torch gives ``node`` (a serialized node without ``name``); its getitem
+        outputs take their names in the graph too."""
+        for arg in node.get("inputs") or []:
+            sub = arg.get("arg") if type(arg) is dict else None
+            graph = sub.get("as_graph") if type(sub) is dict else None
+            if type(graph) is dict and type(graph.get("name")) is str:
+                self.create(graph["name"])  # the get_attr node torch adds for a nested graph
+        outputs = node.get("outputs")
+        outputs = outputs if type(outputs) is list else []
+        target = node.get("target")
+        target = target if type(target) is str else ""
+        single = len(outputs) == 1 and type(outputs[0]) is dict
+        tensor = _value(outputs[0], "as_tensor") if single else None
+        sym = _value(outputs[0], "as_sym_int") if single else None
+        if type(tensor) is dict and type(tensor.get("name")) is str:
+            return self.create(tensor["name"])
+        if target.startswith("_operator.") and type(sym) is dict and type(sym.get("as_name")) is str:
+            return self.create(sym["as_name"])
+        name = self.create(target_candidate(target))
+        if not (single and sym is not None):
+            for out in _names(outputs):
+                self.create(out)
+        return name
+
+
+def _value(arg: dict[str, Any], kind: str) -> Any:
+    """``arg[kind]`` when that is the union member set (schemas 1-2 list every member, null but one)."""
+    value = arg.get(kind)
+    return value if value is not None else None
+
+
+def _names(args: Any) -> list[str]:
+    """Tensor and symbol names of a list of serialized arguments, in order."""
+    out: list[str] = []
+    for arg in args if type(args) is list else []:
+        if type(arg) is not dict:
+            continue
+        tensor = arg.get("as_tensor")
+        tensors = arg.get("as_tensors")
+        sym = arg.get("as_sym_int")
+        if type(tensor) is dict and type(tensor.get("name")) is str:
+            out.append(tensor["name"])
+        elif type(tensors) is list:
+            out.extend(t["name"] for t in tensors if type(t) is dict and type(t.get("name")) is str)
+        elif type(sym) is dict and type(sym.get("as_name")) is str:
+            out.append(sym["as_name"])
+    return out

@@ -1,0 +1,210 @@
+"""Load a ``.pt2`` any torch release wrote in today's torch, and write it anew (needs torch).
+
+``torch.export.load`` in torch 2.13 refuses programs of another schema major (torch 2.1-2.5)
+and cannot read the flat archives of torch 2.1-2.7 once their schema is old. Here:
+
+1. the program is read from either archive layout (:mod:`tracepack.torch.export.layouts`; a
+   ``tracepack pack``ed archive has its metadata merged back);
+2. it is upgraded to the installed torch's schema by tracepack's migration chain
+   (:func:`tracepack.torch.export.upgrade.upgrade_program`; no torch involved);
+3. every operator it calls must exist in the installed torch: the first missing one is named
+   in a one-line :class:`~tracepack.errors.VersionError`;
+4. the weights, constants and example inputs are read with ``torch.load(weights_only=True)``
+   (never a full unpickle: a file that needs one is refused, naming the member);
+5. torch's own deserializer builds the ``ExportedProgram``.
+
+:func:`load_upgraded` returns it; :func:`upgrade_file` (``tracepack upgrade OLD NEW``) saves it
+with ``torch.export.save``, a file today's torch loads with ``torch.export.load``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io.zip import Archive, open_archive
+from tracepack.torch.export import layouts
+from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
+from tracepack.torch.export.upgrade import upgrade_program
+
+__all__ = ["installed_schema", "load_if_old", "load_upgraded", "missing_operator", "needs_upgrade", "upgrade_file"]
+
+
+def _torch() -> Any:
+    return importlib.import_module("torch")
+
+
+def installed_schema() -> SchemaVersion:
+    """The schema version the installed torch reads and writes."""
+    major, minor = importlib.import_module("torch._export.serde.schema").SCHEMA_VERSION
+    return SchemaVersion(int(major), int(minor))
+
+
+def needs_upgrade(data: bytes, *, source: str) -> bool:
+    """Whether the ``.pt2`` ``data`` must go through the upgrade (a flat archive, or an older major)."""
+    from tracepack.torch import pt2
+
+    with open_archive(data, source=source) as archive:
+        if layouts.layout_of(archive) == "flat":
+            return True
+        if layouts.layout_of(archive) is None:
+            return False
+        _, raw = pt2.read_program(archive)
+    try:
+        version = schema_version_of(json.loads(raw))
+    except ValueError:
+        return False
+    return version is not None and version.major < installed_schema().major
+
+
+def _resolve(target: str) -> Any:
+    """The torch callable a serialized target names, or None."""
+    torch = _torch()
+    if target.startswith("torch.ops."):
+        obj: Any = torch.ops
+        for part in target.split(".")[2:]:
+            try:
+                obj = getattr(obj, part)
+            except (AttributeError, RuntimeError):
+                return None
+        return obj
+    module, _, name = target.rpartition(".")
+    if module in ("_operator", "operator", "math", "builtins", "torch", "torch.sym_float"):
+        try:
+            return getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            return None
+    return None if not module else True  # other callables: torch's deserializer decides
+
+
+def missing_operator(program: Any) -> tuple[str, str] | None:
+    """``(node, target)`` of the first node whose operator the installed torch does not have."""
+    todo = [program["graph_module"]["graph"]]
+    while todo:
+        graph = todo.pop(0)
+        for node in graph.get("nodes") or []:
+            target = node.get("target")
+            if type(target) is str and _resolve(target) is None:
+                return str(node.get("name", "?")), target
+            for inp in node.get("inputs") or []:
+                arg = inp.get("arg")
+                if type(arg) is dict and type(arg.get("as_graph")) is dict:
+                    todo.append(arg["as_graph"]["graph"])
+    return None
+
+
+def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
+    """The first of ``names`` in the archive, read with ``torch.load(weights_only=True)``."""
+    torch = _torch()
+    for name in names:
+        if name in archive.names():
+            data = archive.read(name)
+            if not data:
+                return {}
+            try:
+                return torch.load(io.BytesIO(data), weights_only=True)
+            except Exception as exc:  # torch raises UnpicklingError/RuntimeError with long texts
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UnsafePickleError(
+                    f"{what} cannot be read with torch.load(weights_only=True): {first}",
+                    source=f"{archive.source}:{name}",
+                ) from None
+    return None
+
+
+def load_upgraded(data: bytes, *, source: str) -> Any:
+    """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch."""
+    from tracepack.torch import pt2
+
+    with open_archive(data, source=source) as archive:
+        layout = layouts.layout_of(archive)
+        if layout is None:
+            raise LegacyFormatError("not a torch.export archive", source=source, expected="a .pt2")
+        member, raw = pt2.read_program(archive)
+        where = f"{source}:{member}"
+        try:
+            program = json.loads(raw)
+        except ValueError as exc:
+            raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
+        if layout == "package":
+            return _load_package(data, program, source=source, where=where)
+        state_dict = _weights_only(archive, layouts.FLAT_STATE_DICT, "the weights")
+        constants = _weights_only(archive, ("serialized_constants.pt", "serialized_constants.json"), "the constants")
+        example_inputs = _weights_only(archive, (layouts.FLAT_EXAMPLE_INPUTS,), "the example inputs")
+    return _deserialize(program, state_dict or {}, constants or {}, example_inputs, where=where)
+
+
+def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
+    """The upgraded program when ``f`` needs the upgrade (:func:`needs_upgrade`), else ``None``
+    (a seekable stream is left where it was)."""
+    if isinstance(f, (str, os.PathLike)):
+        name = os.fspath(f)
+        try:
+            with open(name, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None  # the loader reports it
+    elif f.seekable():
+        name = str(getattr(f, "name", "<stream>"))
+        start = f.tell()
+        data = f.read()
+        f.seek(start)
+    else:
+        return None
+    try:
+        old = needs_upgrade(data, source=name)
+    except LegacyFormatError:
+        return None  # not an archive: the loader says so in its words
+    return load_upgraded(data, source=name) if old else None
+
+
+def _load_package(data: bytes, program: Any, *, source: str, where: str) -> Any:
+    """A ``<top>/models/`` archive: same major -> tracepack's loader reads it (no upgrade needed)."""
+    version = schema_version_of(program)
+    if version is None or version.major >= installed_schema().major:
+        from tracepack.torch.loader import load_pt2
+
+        return load_pt2(io.BytesIO(data))
+    raise VersionError(
+        f"a {version} program in the <top>/models/ layout: no torch release wrote that",
+        source=where,
+    )
+
+
+def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: Any, *, where: str) -> Any:
+    target = installed_schema()
+    upgraded = upgrade_program(program, source=where, target=target)
+    missing = missing_operator(upgraded)
+    if missing is not None:
+        node, op = missing
+        raise VersionError(f"operator {op} (node {node}) does not exist in torch {_torch().__version__}", source=where)
+    serde = importlib.import_module("torch._export.serde.serialize")
+    try:
+        serialized = serde._dict_to_dataclass(serde.ExportedProgram, upgraded)
+    except Exception as exc:  # torch's converter raises whatever the data provokes
+        raise LegacyFormatError(f"the upgraded program does not fit torch's schema: {exc}", source=where) from None
+    if isinstance(example_inputs, dict) or example_inputs is None:
+        example_inputs = None
+    return serde.ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, example_inputs)
+
+
+def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Any:
+    """Read ``src`` (a ``.pt2`` of any torch release) and write ``dst``, which the installed
+    torch's ``torch.export.load`` reads. Returns the program."""
+    from tracepack.container import atomic_write
+
+    name = os.fspath(src)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    program = load_upgraded(data, source=name)
+    buffer = io.BytesIO()
+    _torch().export.save(program, buffer)
+    atomic_write(os.fspath(dst), buffer.getvalue())
+    return program

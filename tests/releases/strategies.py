@@ -1,0 +1,60 @@
+"""Hypothesis strategies for the torch-release readers: tensor value forms, old-style programs' parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tracepack.torch.export.values import DTYPES, LAYOUTS, ValueForm
+
+_EXPR = st.sampled_from(["s0", "s1", "2*s0", "s0 + s1", "Symbol('s77', positive=True, integer=True)"])
+_DIM = st.one_of(st.integers(0, 1 << 40), _EXPR)
+
+#: The value forms torch releases wrote (2.1, 2.2, 2.3-2.6, 2.7+).
+FORMS = st.sampled_from(
+    [
+        ValueForm(),
+        ValueForm(device_index=False),
+        ValueForm(sym_members=("as_expr", "as_int"), hint_members=("as_int", "as_float", "as_bool"), offset_int=True),
+        ValueForm(wrapped=True, sym_members=("as_expr", "as_int"), hint_members=(), offset_int=True),
+    ]
+)
+
+
+@st.composite
+def typed_values(draw: st.DrawFn, form: ValueForm) -> dict[str, Any]:
+    """A typed tensor value that ``form`` can spell."""
+    rank = draw(st.integers(0, 4))
+    device = draw(st.sampled_from(["cpu", "meta", "cuda:0", "cuda:3", "mps"]))
+    return {
+        "dtype": draw(st.sampled_from(sorted(DTYPES.values()))),
+        "shape": draw(st.lists(_DIM, min_size=rank, max_size=rank)),
+        "strides": draw(st.lists(_DIM, min_size=rank, max_size=rank)),
+        "device": device,
+        "requires_grad": draw(st.booleans()),
+        "storage_offset": draw(st.integers(0, 99) if form.offset_int else st.one_of(st.integers(0, 99), _EXPR)),
+        "layout": draw(st.sampled_from(["", *LAYOUTS.values()])),
+    }
+
+
+@st.composite
+def hints(draw: st.DrawFn, form: ValueForm) -> dict[str, Any]:
+    """A hint per expression, in the spelling ``form`` holds (a bare int for 2.1's)."""
+    exprs = ["s0", "s1", "2*s0", "s0 + s1", "Symbol('s77', positive=True, integer=True)"]
+    out: dict[str, Any] = {}
+    for e in exprs:
+        if form.hint_members == ():
+            out[e] = draw(st.one_of(st.none(), st.integers(0, 99)))
+        else:
+            out[e] = draw(st.one_of(st.none(), st.integers(0, 99).map(lambda n: {"as_int": n})))
+    return out
+
+
+@st.composite
+def old_module_stacks(draw: st.DrawFn) -> list[tuple[str, str, str]]:
+    """``(key, fqn, type)`` entries of an ``nn_module_stack`` (no commas or semicolons inside)."""
+    name = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+    fqn = st.lists(name, min_size=0, max_size=4).map(".".join)
+    type_name = st.lists(name, min_size=1, max_size=4).map(".".join)
+    return draw(st.lists(st.tuples(name, fqn, type_name), min_size=1, max_size=5))

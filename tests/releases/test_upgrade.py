@@ -1,0 +1,104 @@
+"""Old programs in today's torch: ``tracepack.torch.load`` and ``tracepack upgrade`` on every release's
+samples reproduce the outputs that release computed on the recorded inputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.releases.samples import files, path, readback
+from tests.torch.conftest import TORCH_MARKS
+from tracepack.cli import main
+from tracepack.errors import VersionError
+
+torch = pytest.importorskip("torch")
+import tracepack.torch  # noqa: E402 - needs torch
+from tracepack.torch.upgrade import load_upgraded  # noqa: E402
+
+pytestmark = TORCH_MARKS
+EXPORTS = files("export")
+
+
+def tensors(values: list[dict[str, Any]]) -> list[Any]:
+    return [torch.tensor(t["values"], dtype=getattr(torch, t["dtype"])).reshape(t["shape"]) for t in values]
+
+
+def outputs_match(program: Any, entry: dict[str, Any]) -> tuple[bool, bool]:
+    """(exactly equal, equal within float32 rounding) on every recorded input."""
+    exact = close = True
+    for inputs, recorded in zip(entry["inputs"], entry["outputs"], strict=True):
+        got = program.module()(*tensors(inputs))
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        want = recorded if isinstance(recorded, list) else [recorded]
+        for g, w in zip(got, tensors(want), strict=True):
+            assert g.shape == w.shape
+            assert g.dtype == w.dtype
+            exact = exact and torch.equal(g, w)
+            close = close and torch.allclose(g, w, rtol=1e-5, atol=1e-6)
+    return exact, close
+
+
+@pytest.mark.parametrize(("version", "name"), EXPORTS)
+def test_old_program_runs_in_todays_torch(version: str, name: str) -> None:
+    """``tracepack.torch.load`` gives a program torch 2.13 runs, computing the writing release's outputs."""
+    program = tracepack.torch.load(path(version, name))
+    _exact, close = outputs_match(program, readback(version)["files"][name])
+    assert close, f"{version}/{name}: outputs differ from torch {version}'s"
+
+
+def test_most_outputs_are_bit_identical() -> None:
+    exact = sum(
+        outputs_match(load_upgraded(path(v, n).read_bytes(), source=n), readback(v)["files"][n])[0] for v, n in EXPORTS
+    )
+    assert exact >= 0.9 * len(EXPORTS)
+
+
+@pytest.mark.parametrize("version", sorted({v for v, _ in EXPORTS}))
+def test_cli_upgrade_writes_what_torch_export_load_reads(
+    version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "mlp.pt2"
+    dst = tmp_path / "new.pt2"
+    assert main(["upgrade", str(path(version, name)), str(dst)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    program = torch.export.load(dst)
+    assert outputs_match(program, readback(version)["files"][name])[1]
+
+
+def with_target(src: Path, old: str, new: str) -> bytes:
+    """The archive with one operator renamed in its program (any layout)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename.endswith(".json") and b'"graph_module"' in data:
+                data = data.replace(json.dumps(old).encode(), json.dumps(new).encode(), 1)
+            zout.writestr(info, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.3"])
+def test_a_missing_operator_is_named_in_one_line(version: str) -> None:
+    data = with_target(path(version, "mlp.pt2"), "torch.ops.aten.addmm.default", "torch.ops.aten.no_such_op.default")
+    with pytest.raises(VersionError) as info:
+        load_upgraded(data, source="old.pt2")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("old.pt2:")
+    assert "operator torch.ops.aten.no_such_op.default (node " in message
+    assert f"does not exist in torch {torch.__version__}" in message
+
+
+def test_cli_refuses_a_missing_operator_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "old.pt2"
+    src.write_bytes(with_target(path("2.1", "mlp.pt2"), "torch.ops.aten.addmm.default", "torch.ops.aten.gone.default"))
+    assert main(["upgrade", str(src), str(tmp_path / "new.pt2")]) == 2
+    err = capsys.readouterr().err
+    assert "operator torch.ops.aten.gone.default" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "new.pt2").exists()
