@@ -20,7 +20,6 @@ import zstandard
 import tracepack
 from tracepack import baseline
 from tracepack.stats import debug_info_bytes, legacy_debug_bytes
-from tracepack.torch.export import model_json as export_json
 
 __all__ = ["run_demo", "sample_model_json"]
 
@@ -55,6 +54,8 @@ def _codecs() -> list[str]:
 
 
 def run_demo(*, quick: bool = False) -> int:
+    from tracepack.torch.export import model_json as export_json  # the core imports torch's package lazily
+
     rounds = 3 if quick else 7
     data = sample_model_json()
     model = json.loads(data)

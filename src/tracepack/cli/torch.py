@@ -34,11 +34,9 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """``tracepack upgrade OLD.pt2 NEW.pt2``: a program any torch release wrote, for today's torch."""
-    from tracepack.torch.upgrade import upgrade_file
+    from tracepack.torch.upgrade import upgrade_pt2
 
-    program = upgrade_file(args.src, args.dst)
-    print(f"wrote {args.dst}: {len(program.graph.nodes)} nodes, loadable by this torch's torch.export.load")
-    return EXIT_OK
+    return _run(args, lambda data: upgrade_pt2(data, source=display(args.src)))
 
 
 def register(sub: Any) -> None:
@@ -65,6 +63,8 @@ def register(sub: Any) -> None:
     u.set_defaults(func=cmd_unpack)
 
     g = sub.add_parser("upgrade", help="rewrite a .pt2 of any torch release (2.1+) for the installed torch")
-    g.add_argument("src", help="a .pt2 written by torch 2.1 or later (either archive layout)")
-    g.add_argument("dst", help="output .pt2 (written atomically) that torch.export.load reads")
+    g.add_argument("src", help="a .pt2 written by torch 2.1 or later (either archive layout; - for stdin)")
+    g.add_argument("dst", help="output .pt2 (written atomically; - for stdout) that torch.export.load reads")
+    add_force(g)
+    add_json(g)
     g.set_defaults(func=cmd_upgrade)

@@ -32,7 +32,15 @@ from tracepack.torch.export import layouts
 from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
 from tracepack.torch.export.upgrade import upgrade_program
 
-__all__ = ["installed_schema", "load_if_old", "load_upgraded", "missing_operator", "needs_upgrade", "upgrade_file"]
+__all__ = [
+    "installed_schema",
+    "load_if_old",
+    "load_upgraded",
+    "missing_operator",
+    "needs_upgrade",
+    "upgrade_file",
+    "upgrade_pt2",
+]
 
 
 def _torch() -> Any:
@@ -59,7 +67,7 @@ def needs_upgrade(data: bytes, *, source: str) -> bool:
         version = schema_version_of(json.loads(raw))
     except ValueError:
         return False
-    return version is not None and version.major < installed_schema().major
+    return version is not None and version < installed_schema()
 
 
 def _resolve(target: str) -> Any:
@@ -164,16 +172,25 @@ def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
 
 
 def _load_package(data: bytes, program: Any, *, source: str, where: str) -> Any:
-    """A ``<top>/models/`` archive: same major -> tracepack's loader reads it (no upgrade needed)."""
-    version = schema_version_of(program)
-    if version is None or version.major >= installed_schema().major:
-        from tracepack.torch.loader import load_pt2
+    """A ``<top>/models/`` archive (torch 2.6+, schema 8.x): the program upgraded to the installed
+    torch's minor in place, the weights read by tracepack's loader."""
+    from tracepack.torch import pt2
+    from tracepack.torch.loader import load_pt2
 
-        return load_pt2(io.BytesIO(data))
-    raise VersionError(
-        f"a {version} program in the <top>/models/ layout: no torch release wrote that",
-        source=where,
-    )
+    upgraded = _upgraded(program, where=where)
+    with open_archive(data, source=source) as archive:
+        rebuilt = pt2.replace_program(archive, json.dumps(upgraded).encode())
+    return load_pt2(io.BytesIO(rebuilt))
+
+
+def _upgraded(program: Any, *, where: str) -> Any:
+    """``program`` in the installed torch's schema, every operator it calls present."""
+    upgraded = upgrade_program(program, source=where, target=installed_schema())
+    missing = missing_operator(upgraded)
+    if missing is not None:
+        node, op = missing
+        raise VersionError(f"operator {op} (node {node}) does not exist in torch {_torch().__version__}", source=where)
+    return upgraded
 
 
 def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: Any, *, where: str) -> Any:
@@ -193,9 +210,17 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
     return serde.ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, example_inputs)
 
 
-def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Any:
-    """Read ``src`` (a ``.pt2`` of any torch release) and write ``dst``, which the installed
-    torch's ``torch.export.load`` reads. Returns the program."""
+def upgrade_pt2(data: bytes, *, source: str) -> bytes:
+    """The ``.pt2`` ``data`` (any torch release's) rewritten with ``torch.export.save`` by the
+    installed torch: a file its ``torch.export.load`` reads."""
+    program = load_upgraded(data, source=source)
+    buffer = io.BytesIO()
+    _torch().export.save(program, buffer)
+    return buffer.getvalue()
+
+
+def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """:func:`upgrade_pt2` from file ``src`` to file ``dst`` (written atomically)."""
     from tracepack.container import atomic_write
 
     name = os.fspath(src)
@@ -203,8 +228,4 @@ def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> An
         data = Path(name).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=name) from None
-    program = load_upgraded(data, source=name)
-    buffer = io.BytesIO()
-    _torch().export.save(program, buffer)
-    atomic_write(os.fspath(dst), buffer.getvalue())
-    return program
+    atomic_write(os.fspath(dst), upgrade_pt2(data, source=name))

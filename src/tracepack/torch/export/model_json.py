@@ -234,7 +234,8 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
 
     Schema majors 5 to 8 are read. Graphs nested in node arguments (``torch.cond``, ``map``)
     are imported into the same tables, their nodes named ``<node>/<graph>/<name>``; schema
-    5.3's ``co_fileinfo_ordered_list`` (file and line tables of its own, with node stack traces
+    the compact stack-trace layout proposed in torch PR #121675 (reverted, never released; any
+    schema version) with ``co_fileinfo_ordered_list`` (file and line tables of its own, node stack traces
     as file indices and line numbers) fills the file and line tables.
     """
     from tracepack.io.guard import reading
@@ -246,19 +247,19 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
         importer = _Importer(obj, structured=True)
         doc = importer.run()
         if (importer.graphs or importer.co is not None) and _export(doc) != _dumps(obj):
-            # Nested graphs and 5.3 file tables are checked as a whole; keep them as JSON if they
+            # Nested graphs and PR #121675 file tables are checked as a whole; keep them as JSON if they
             # do not come back exactly (every node is still checked on its own).
             doc = _Importer(obj, structured=False).run()
     return doc
 
 
-# -- schema 5.3: co_fileinfo_ordered_list --------------------------------------------------------
+# -- the proposed compact layout of torch PR #121675 (never released): co_fileinfo_ordered_list ---
 
 _CO_PAIR = re.compile(r"(0|[1-9][0-9]*)([,:])(0|[1-9][0-9]*)")
 
 
 def _co_tables(graph: dict[str, Any]) -> list[tuple[str, list[tuple[int, str, str]]]] | None:
-    """Schema 5.3's file list as ``(file, [(line, name, text)])``, or None if absent or odd."""
+    """PR #121675's file list as ``(file, [(line, name, text)])``, or None if absent or odd."""
     co = graph.get("co_fileinfo_ordered_list")
     if type(co) is not list or not co:
         return None
@@ -283,7 +284,7 @@ def _co_tables(graph: dict[str, Any]) -> list[tuple[str, list[tuple[int, str, st
 
 
 def _co_frames(text: str, files: list[tuple[str, dict[int, tuple[str, str]]]]) -> list[FrameKey] | None:
-    """A 5.3 node stack trace (``file:line`` or ``file,line`` pairs joined by ``;``) as frames."""
+    """A PR #121675 node stack trace (``file:line`` or ``file,line`` pairs joined by ``;``) as frames."""
     frames = []
     for part in text.split(";"):
         match = _CO_PAIR.fullmatch(part)
@@ -310,6 +311,8 @@ class _Importer:
         self.gm = obj["graph_module"]
         self.graph = self.gm["graph"]
         version = schema_version_of(obj)
+        assert version is not None  # checked by _check_program
+        self.version = version
         self.b = DocumentBuilder(producer="torch.export", producer_version=str(obj.get("torch_version", "")))
         self.b.add_metadata("torch.export/schema_version", str(version))
         # Every node of every graph (nested ones after the node whose argument holds them).
@@ -406,7 +409,7 @@ class _Importer:
         inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
         outputs = [] if prefix else [_typed_argument(b, a) for a in graph["outputs"]]
         start = len(self.raw_nodes)
-        self.fx_names[prefix] = GraphNames()
+        self.fx_names[prefix] = GraphNames(sym_ops_by_output=self.version.major >= 5)
         self.fx_names[prefix].inputs(graph["inputs"])
         for n in graph["nodes"]:
             self._node(n, prefix)
@@ -455,7 +458,7 @@ class _Importer:
         return candidate if candidate not in self.names else f"{prefix}#{i}"
 
     def _co_stack(self, meta: dict[str, str]) -> dict[str, Any]:
-        """A 5.3 compact stack trace as the node's stack (the metadata keeps the compact text)."""
+        """A PR #121675 compact stack trace as the node's stack (the metadata keeps the compact text)."""
         if self.co is None or "stack_trace" not in meta:
             return {}
         frames = _co_frames(meta["stack_trace"], self.co)

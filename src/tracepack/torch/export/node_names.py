@@ -48,7 +48,10 @@ def target_candidate(target: str) -> str:
 class GraphNames:
     """torch.fx's name space of one graph: unique names, ``_N`` suffixes counted per base."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sym_ops_by_output: bool = True) -> None:
+        #: Schemas 5+ (torch 2.3+) name a node returning a SymInt/SymBool (``aten.sym_size.int``)
+        #: after its output; 1-2 did so for ``_operator`` targets only.
+        self.sym_ops_by_output = sym_ops_by_output
         self.used: set[str] = set()
         self.count: dict[str, int] = defaultdict(int)
 
@@ -91,9 +94,12 @@ class GraphNames:
         single = len(outputs) == 1 and type(outputs[0]) is dict
         tensor = _value(outputs[0], "as_tensor") if single else None
         sym = _value(outputs[0], "as_sym_int") if single else None
+        if sym is None and single:
+            sym = _value(outputs[0], "as_sym_bool")
         if type(tensor) is dict and type(tensor.get("name")) is str:
             return self.create(tensor["name"])
-        if target.startswith("_operator.") and type(sym) is dict and type(sym.get("as_name")) is str:
+        by_output = self.sym_ops_by_output or target.startswith("_operator.")
+        if by_output and type(sym) is dict and type(sym.get("as_name")) is str:
             return self.create(sym["as_name"])
         name = self.create(target_candidate(target))
         if not (single and sym is not None):

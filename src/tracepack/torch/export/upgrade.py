@@ -275,17 +275,22 @@ def step_5_to_7(p: Program) -> Program:
 
 
 def step_7_to_8(p: Program) -> Program:
+    """Also run on 8.x programs older than the target: 8.0-8.x (torch 2.6) nodes may have no
+    ``name`` and higher-order operators no ``is_hop_single_tensor_return``."""
     gm = p["graph_module"]
     main = gm["graph"]
     todo: list[dict[str, Any]] = [main]
     while todo:
         g = todo.pop()
-        names = GraphNames()
+        names = GraphNames(sym_ops_by_output=True)
         names.inputs(g.get("inputs"))
         for node in g.get("nodes") or []:
-            if "name" not in node:
+            if node.get("name") is None:
                 node["name"] = names.node(node)
-            node.setdefault("is_hop_single_tensor_return", _hop_single_return(node))
+            else:
+                names.create(node["name"])
+            if node.get("is_hop_single_tensor_return") is None:
+                node["is_hop_single_tensor_return"] = _hop_single_return(node)
             for inp in node.get("inputs") or []:
                 sub = inp.get("arg", {}).get("as_graph") if type(inp.get("arg")) is dict else None
                 if type(sub) is dict and type(sub.get("graph")) is dict:
@@ -344,7 +349,7 @@ def upgrade_program(program: Any, *, source: str = "<model.json>", target: Schem
     p: Program = copy.deepcopy(program)
     try:
         for major, step in STEPS:
-            if version.major <= major < target.major:
+            if version.major <= major < target.major or (major == target.major - 1 and version.major == target.major):
                 p = step(p)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise LegacyFormatError(
