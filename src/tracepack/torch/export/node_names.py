@@ -96,7 +96,10 @@ class GraphNames:
         sym = _value(outputs[0], "as_sym_int") if single else None
         if sym is None and single:
             sym = _value(outputs[0], "as_sym_bool")
-        if type(tensor) is dict and type(tensor.get("name")) is str:
+        # A higher-order operator returning a tuple of one tensor (8.x: the flag is False) is
+        # named after its target, its output becomes a getitem node.
+        hop_tuple = node.get("is_hop_single_tensor_return") is False
+        if type(tensor) is dict and type(tensor.get("name")) is str and not hop_tuple:
             return self.create(tensor["name"])
         by_output = self.sym_ops_by_output or target.startswith("_operator.")
         if by_output and type(sym) is dict and type(sym.get("as_name")) is str:
