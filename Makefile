@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -35,6 +35,15 @@ $(TORCH_STAMP): $(STAMP)
 	@touch $@
 
 venv-torch: $(TORCH_STAMP) ## Also install torch 2.13.0 (CPU) for the torch bridge and its tests
+
+# Not part of test/CI: another torch release is a large (CUDA) download, in its own environment.
+TORCH ?= 2.15.0
+TORCH_VENV := .venv-torch-$(TORCH)
+test-torch: ## Run tests/torch against another torch release: make test-torch TORCH=2.15.0 (own venv; not CI)
+	@test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'torch==$(TORCH)'
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,torch]'
+	HYPOTHESIS_PROFILE=fast $(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/torch
 
 demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
 	$(BIN)/tracepack demo

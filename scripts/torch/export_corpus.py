@@ -13,6 +13,7 @@ Every model is exported with torch's own APIs and written to ``OUT_DIR``:
 ``cond``            data-dependent control flow with ``torch.cond`` (nested true/false graphs)
 ``dynamic``         dynamic batch and sequence sizes (``torch.export.Dim``; symbolic shapes)
 ``helpers``         helper functions calling each other 12 deep, ``strict=True`` (every frame kept)
+``mid``             a 32-block transformer: about 1,000 nodes
 ``big``             a 320-block transformer: more than 10,000 nodes
 ``size_N[_dyn]``    the size ladder of the benchmark (``bench_torch.py``): the transformer with
                     :data:`SIZES` blocks (about 10, 30, 60, 130, 450, 1k and 10k nodes), with
@@ -297,6 +298,8 @@ def _export(name: str) -> Any:
         return _ladder(name)
     if name == "big":
         return torch.export.export(Transformer(320, dim=8, heads=2).eval(), (_tokens(1, 4),))
+    if name == "mid":
+        return torch.export.export(Transformer(32, dim=8, heads=2).eval(), (_tokens(1, 4),))
     if name == "cnn":
         return torch.export.export(SmallResNet().eval(), (torch.randn(1, 3, 16, 16),))
     if name == "cond":
@@ -352,7 +355,7 @@ def _ladder(name: str) -> Any:
     return torch.export.export(model, (tokens,), dynamic_shapes={"tokens": {0: batch, 1: seq}})
 
 
-EXPORTS = (*SMALL, "big")
+EXPORTS = (*SMALL, "mid", "big")
 
 
 def _scripted(name: str) -> tuple[Any, bool, bool]:
