@@ -58,3 +58,32 @@ def old_module_stacks(draw: st.DrawFn) -> list[tuple[str, str, str]]:
     fqn = st.lists(name, min_size=0, max_size=4).map(".".join)
     type_name = st.lists(name, min_size=1, max_size=4).map(".".join)
     return draw(st.lists(st.tuples(name, fqn, type_name), min_size=1, max_size=5))
+
+
+@st.composite
+def all_member_unions(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
+    """A union written the way schemas 1-2 wrote it (every member, ``null`` but one) and the set one."""
+    members = draw(
+        st.lists(
+            st.sampled_from(["as_int", "as_ints", "as_tensor", "as_name", "as_expr", "as_bool"]),
+            min_size=2,
+            max_size=6,
+            unique=True,
+        )
+    )
+    chosen = draw(st.sampled_from(members))
+    value = draw(
+        st.one_of(
+            st.integers(), st.lists(st.integers(), max_size=3), st.fixed_dictionaries({"name": st.text(max_size=5)})
+        )
+    )
+    return {m: (value if m == chosen else None) for m in members}, chosen
+
+
+fx_candidates = st.lists(
+    st.one_of(
+        st.from_regex(r"[a-z_]{1,6}(_[0-9]{1,2})?", fullmatch=True),
+        st.sampled_from(["getitem", "getitem_1", "sum", "list", "class", "1abc", "a.b", ""]),
+    ),
+    max_size=30,
+)

@@ -409,7 +409,10 @@ class _Importer:
         inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
         outputs = [] if prefix else [_typed_argument(b, a) for a in graph["outputs"]]
         start = len(self.raw_nodes)
-        self.fx_names[prefix] = GraphNames(sym_ops_by_output=self.version.major >= 5)
+        self.fx_names[prefix] = GraphNames(
+            sym_ops_by_output=self.version.major >= 5,
+            style="current" if (self.version.major, self.version.minor or 0) >= (8, 7) else "legacy",
+        )
         self.fx_names[prefix].inputs(graph["inputs"])
         for n in graph["nodes"]:
             self._node(n, prefix)

@@ -45,17 +45,36 @@ def target_candidate(target: str) -> str:
     return _snake_case(op)
 
 
-class GraphNames:
-    """torch.fx's name space of one graph: unique names, ``_N`` suffixes counted per base."""
+#: Names torch.fx never gives a node: keywords, builtins (but ``None``), fx's own globals.
+_TAKEN: dict[str, object] = {k: object() for k in keyword.kwlist}
+_TAKEN.update(builtins.__dict__)
+_TAKEN.update(dict.fromkeys(("inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"), object()))
+_NAME = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 
-    def __init__(self, *, sym_ops_by_output: bool = True) -> None:
+
+def _illegal(name: str) -> bool:
+    return _TAKEN.get(name) is not None
+
+
+class GraphNames:
+    """torch.fx's name space of one graph: unique names, ``_N`` suffixes counted per base.
+
+    ``style="legacy"`` is torch.fx up to 2.6 (torch 2.1-2.6 named the nodes of their programs
+    with it); ``"current"`` the rewrite of torch PR #148288 (2.7 on), checked against the
+    installed torch's own ``_Namespace``. They differ only for odd candidates (``__00``, a
+    taken name with a numeric suffix)."""
+
+    def __init__(self, *, sym_ops_by_output: bool = True, style: str = "legacy") -> None:
         #: Schemas 5+ (torch 2.3+) name a node returning a SymInt/SymBool (``aten.sym_size.int``)
         #: after its output; 1-2 did so for ``_operator`` targets only.
         self.sym_ops_by_output = sym_ops_by_output
+        self.style = style
         self.used: set[str] = set()
         self.count: dict[str, int] = defaultdict(int)
 
     def create(self, candidate: str) -> str:
+        if self.style == "current":
+            return self._create_current(candidate)
         candidate = _ILLEGAL.sub("_", candidate) or "_unnamed"
         if candidate[0].isdigit():
             candidate = f"_{candidate}"
@@ -67,7 +86,31 @@ class GraphNames:
         candidate = base if num is None else f"{base}_{num}"
         if not num:
             num = self.count[base]
-        while candidate in self.used or candidate in keyword.kwlist or candidate in builtins.__dict__:
+        while candidate in self.used or _illegal(candidate):
+            num += 1
+            candidate = f"{base}_{num}"
+        self.used.add(candidate)
+        self.count[base] = num
+        return candidate
+
+    def _create_current(self, candidate: str) -> str:
+        match = _NAME.match(candidate)
+        if match is None:
+            candidate = _ILLEGAL.sub("_", candidate) or "_unnamed"
+            if candidate[0].isdigit():
+                candidate = f"_{candidate}"
+            match = _NAME.match(candidate)
+            if match is None:  # pragma: no cover - the regex matches every sanitized name
+                raise ValueError(f"not a name: {candidate!r}")
+        base, suffix = match.group(1, 2)
+        if suffix is None or candidate in self.used:
+            num = self.count.get(base, 0)
+            if _illegal(candidate):
+                num += 1
+                candidate = f"{base}_{num}"
+        else:
+            num = int(suffix)
+        while candidate in self.used:
             num += 1
             candidate = f"{base}_{num}"
         self.used.add(candidate)
