@@ -49,6 +49,7 @@ import mmap
 import os
 import struct
 import zlib
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import accumulate
@@ -221,6 +222,8 @@ class LazyDocument(ModuleRendering):
         self._module_cache: dict[tuple[int, int], str] = {}
         # Module-trie paths already walked, per row: a new row reads one level and reuses its parent's.
         self._module_paths: dict[int, tuple[ModuleKey, ...]] = {0: ()}
+        # Strings decoded so far, by index (at most one entry per string of the file).
+        self._decoded: dict[int, str] = {}
         self._name_table: dict[bytes, int] | None = None
         # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
         # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
@@ -457,10 +460,14 @@ class LazyDocument(ModuleRendering):
 
     def _string(self, i: int, where: str) -> str:
         self._live()
+        text = self._decoded.get(i)
+        if text is not None:
+            return text
         try:
-            return str(self._string_bytes(i, where), "utf-8")
+            text = self._decoded[i] = str(self._string_bytes(i, where), "utf-8")
         except _MALFORMED as exc:
             raise self._fail(exc, f"$.strings[{i}]") from None
+        return text
 
     @property
     def strings(self) -> Sequence[str]:
@@ -737,13 +744,7 @@ class LazyDocument(ModuleRendering):
         self._live()
         t = self._cols["debug_handles"]
         handles = t["handle"]
-        lo, hi = 0, len(handles)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if handles[mid] < handle:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = bisect_left(handles, handle)  # C bisect over the zero-copy column
         if lo == len(handles) or handles[lo] != handle:
             raise NotFoundError(f"no debug handle {handle}", key=handle, where="debug_handle")
         i = lo

@@ -57,7 +57,28 @@ def test_recomputed_handles_equal_executorchs(forward: tracepack.Document) -> No
 
 def test_recomputing_everywhere_gives_the_same_table(forward: tracepack.Document) -> None:
     again = import_etrecord(ETRECORD.read_bytes(), recompute=True)["forward"]
-    assert again.raw.debug_handles == forward.raw.debug_handles
+    handles = forward.raw.debug_handles.handle
+    assert again.raw.debug_handles.handle == handles
+    assert [again.debug_handle(h) for h in handles] == [forward.debug_handle(h) for h in handles]
+
+
+def test_handles_are_stored_once_and_come_back_in_the_metadata(forward: tracepack.Document) -> None:
+    """ExecuTorch's per-node `debug_handle` strings are kept as integers beside the handle table; the
+    node metadata and model.json have them back in place."""
+    from tracepack.torch.executorch.etrecord import restore_debug_handles
+
+    assert "debug_handle" not in forward.node(0).meta
+    restored = restore_debug_handles(forward)
+    names = {n.name: n.meta for n in restored.nodes()}
+    theirs = manifest()["edge_debug_handles"]["forward"]
+    assert {k: int(m["debug_handle"]) for k, m in names.items()} == {k: theirs[k] for k in names}
+    assert list(names["aten_embedding_default"]) == [
+        "stack_trace",
+        "nn_module_stack",
+        "torch_fn",
+        "debug_handle",
+        "from_node",
+    ]
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])

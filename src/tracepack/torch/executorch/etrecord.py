@@ -36,7 +36,7 @@ from tracepack import model as m
 from tracepack.document import Document
 from tracepack.errors import LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, open_archive
-from tracepack.runtime.symbols import encode_groups
+from tracepack.runtime.symbols import decode_groups, encode_groups
 from tracepack.traces import Provenance
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "is_etrecord",
     "read_etrecord",
     "recompute_handles",
+    "restore_debug_handles",
     "stored_handles",
     "with_handles",
 ]
@@ -191,6 +192,9 @@ def recompute_handles(doc: Document) -> dict[int, int]:
 
 def stored_handles(doc: Document) -> dict[int, int]:
     """The ``debug_handle`` each node's metadata holds (ExecuTorch's own), ``{node index: handle}``."""
+    lifted = _lifted(doc)
+    if lifted is not None:
+        return lifted[0]
     s = doc.raw.strings
     key = {i for i, text in enumerate(s) if text == "debug_handle"}
     out: dict[int, int] = {}
@@ -211,15 +215,20 @@ def with_handles(
     delegate_map: Any = None,
     num_outs: Any = None,
     recompute: bool = False,
+    lifted: tuple[dict[int, int], dict[int, int]] | None = None,
 ) -> Document:
     """``doc`` with its debug-handle table filled and the ``executorch/method`` extension added.
+
+    ``lifted``: ``({node: handle}, {node: position})`` of ``debug_handle`` metadata entries taken out
+    of the program before import (:func:`import_etrecord` does that: the handles are then stored once,
+    as integers, and :func:`restore_debug_handles` puts the entries back for ``model.json``).
 
     Handles are the ones stored in node metadata (ExecuTorch's), or recomputed from ``from_node``
     where a node has none (everywhere with ``recompute=True``). Each handle's row takes the stack,
     module path and op (target) of its first node.
     """
     raw = doc.raw
-    stored = {} if recompute else stored_handles(doc)
+    stored = {} if recompute else (dict(lifted[0]) if lifted is not None else stored_handles(doc))
     handles = dict(stored)
     recomputed = False
     if recompute or len(stored) < len(raw.graph.nodes):
@@ -251,9 +260,99 @@ def with_handles(
         "num_outs": num_outs or {},
         "recomputed": recomputed or recompute,
     }
+    if lifted is not None:
+        info["lifted_debug_handle"] = {
+            "handles": encode_groups(_invert(lifted[0])),
+            "positions": encode_groups(_invert(lifted[1])),
+        }
     ext = m.Extension(METHOD_EXTENSION, json.dumps(info, separators=(",", ":")))
     kept = [e for e in raw.extensions if e.name != METHOD_EXTENSION]
     new = msgspec.structs.replace(raw, debug_handles=table, extensions=[*kept, ext])
+    return Document(new, source_version=doc.source_version)
+
+
+def _invert(mapping: dict[int, int]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for k in sorted(mapping):
+        out.setdefault(mapping[k], []).append(k)
+    return out
+
+
+def _lifted(doc: Document) -> tuple[dict[int, int], dict[int, int]] | None:
+    """``({node: handle}, {node: metadata position})`` of a document whose handles were lifted."""
+    text = doc.extension(METHOD_EXTENSION)
+    if text is None:
+        return None
+    lift = json.loads(text).get("lifted_debug_handle")
+    if not lift:
+        return None
+    handles = {i: h for h, ix in decode_groups(lift["handles"], "$.lifted_debug_handle.handles").items() for i in ix}
+    at = {i: p for p, ix in decode_groups(lift["positions"], "$.lifted_debug_handle.positions").items() for i in ix}
+    return handles, at
+
+
+def _lift(program: bytes) -> tuple[bytes, dict[int, int], dict[int, int]] | None:
+    """The program JSON without its nodes' ``debug_handle`` metadata, ``{node: handle}`` and
+    ``{node: position of the entry in the metadata}``; None when there is nothing to lift."""
+    try:
+        obj = json.loads(program)
+        nodes = obj["graph_module"]["graph"]["nodes"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if type(nodes) is not list:
+        return None
+    handles: dict[int, int] = {}
+    at: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        meta = n.get("metadata") if type(n) is dict else None
+        if type(meta) is not dict or "debug_handle" not in meta:
+            continue
+        v = meta["debug_handle"]
+        if type(v) is not str or not v.isdigit() or str(int(v)) != v:
+            return None
+        at[i] = list(meta).index("debug_handle")
+        handles[i] = int(v)
+        del meta["debug_handle"]
+    if not handles:
+        return None
+    return json.dumps(obj).encode(), handles, at
+
+
+def restore_debug_handles(doc: Document) -> Document:
+    """``doc`` with lifted ``debug_handle`` metadata entries back in place (for ``model.json``); as is
+    when nothing was lifted."""
+    lifted = _lifted(doc)
+    if lifted is None:
+        return doc
+    handles, at = lifted
+    raw = doc.raw
+    strings = list(raw.strings)
+    index: dict[str, int] = {}
+
+    def sid(text: str) -> int:
+        if not index:
+            index.update((t, i) for i, t in enumerate(strings))
+        found = index.get(text)
+        if found is None:
+            found = index[text] = len(strings)
+            strings.append(text)
+        return found
+
+    key = sid("debug_handle")
+    nodes = list(raw.graph.nodes)
+    for i, h in handles.items():
+        n = nodes[i]
+        # The metadata in JSON order: entries, with the lifted from_node (None) where it goes.
+        tokens: list[tuple[int, int] | None] = list(zip(n.meta_keys, n.meta_values, strict=True))
+        if n.from_node_meta_index >= 0:
+            tokens.insert(n.from_node_meta_index, None)
+        tokens.insert(at[i], (key, sid(str(h))))
+        fni = tokens.index(None) if None in tokens else -1
+        entries = [t for t in tokens if t is not None]
+        nodes[i] = msgspec.structs.replace(
+            n, meta_keys=[k for k, _ in entries], meta_values=[v for _, v in entries], from_node_meta_index=fni
+        )
+    new = msgspec.structs.replace(raw, strings=strings, graph=msgspec.structs.replace(raw.graph, nodes=nodes))
     return Document(new, source_version=doc.source_version)
 
 
@@ -265,7 +364,7 @@ def import_etrecord(
     recompute: bool = False,
 ) -> dict[str, Document]:
     """An ETRecord as ``{method: Document}`` (every method, or those asked for), handle tables filled."""
-    from tracepack.torch.export.model_json import import_model_json
+    from tracepack.torch.export.model_json import export_model_json, import_model_json
 
     rec = read_etrecord(data, source=source)
     wanted = list(rec.programs) if methods is None else list(methods)
@@ -278,13 +377,24 @@ def import_etrecord(
             )
     out: dict[str, Document] = {}
     for name in wanted:
-        doc = import_model_json(rec.programs[name], source=f"{source}:{EDGE_PREFIX}{name}")
-        out[name] = with_handles(
-            doc,
-            method=name,
-            instructions=rec.debug_handle_map.get(name, {}),
-            delegate_map=rec.delegate_map.get(name),
-            num_outs=rec.num_outs.get(name),
-            recompute=recompute,
-        )
+        program, where = rec.programs[name], f"{source}:{EDGE_PREFIX}{name}"
+        options: dict[str, Any] = {
+            "method": name,
+            "instructions": rec.debug_handle_map.get(name, {}),
+            "delegate_map": rec.delegate_map.get(name),
+            "num_outs": rec.num_outs.get(name),
+            "recompute": recompute,
+        }
+        lifted = None if recompute else _lift(program)
+        if lifted is not None:
+            # The handles stored once, as integers (not one string per node); kept only when the
+            # program still comes back byte for byte.
+            text, handles, at = lifted
+            doc = import_model_json(text, source=where)
+            if len(doc) == len(handles) or len(doc) >= max(handles) + 1:
+                candidate = with_handles(doc, lifted=(handles, at), **options)
+                if export_model_json(restore_debug_handles(candidate)) == bytes(program):
+                    out[name] = candidate
+                    continue
+        out[name] = with_handles(import_model_json(program, source=where), **options)
     return out

@@ -605,6 +605,10 @@ def _extension(doc: Document, name: str) -> Any:
 
 def export_model_json(doc: Document) -> bytes:
     """Write the torch.export ``model.json`` a document was imported from, byte for byte."""
+    if doc.extension("executorch/method") is not None:  # an ETRecord method: its debug handles back in
+        from tracepack.torch.executorch.etrecord import restore_debug_handles
+
+        doc = restore_debug_handles(doc)
     return _export(doc).encode("ascii")
 
 
