@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tracepack
 from tests.ux.helpers import MODEL_JSON, PT2, TORCH_DATA, torch_nodes
@@ -146,3 +148,34 @@ def test_torch_functions_without_torch_say_which_extra(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert "pip install 'tracepack[torch]'" in out
+
+
+_SEEDS = [MODEL_JSON.read_bytes(), PT2.read_bytes(), tracepack.dumps(tracepack.load(MODEL_JSON), compression="none")]
+
+
+@given(st.binary(max_size=300))
+def test_load_of_any_bytes_is_a_document_or_an_input_error(data: bytes) -> None:
+    _document_or_one_line(data)
+
+
+def _document_or_one_line(data: bytes) -> None:
+    try:
+        doc = tracepack.load(data)
+    except tracepack.InputError as exc:
+        message = str(exc)
+    else:
+        assert isinstance(doc, tracepack.Document)
+        return
+    assert "\n" not in message
+    assert message.startswith("<bytes>")  # names the input (and the member, inside an archive)
+
+
+@given(st.sampled_from(range(len(_SEEDS))), st.integers(0, 10**9), st.binary(min_size=1, max_size=8))
+def test_load_of_damaged_files_says_why(seed: int, at: int, junk: bytes) -> None:
+    # a real file of each kind, cut short or overwritten somewhere: refused with one line, or still read
+    data = bytearray(_SEEDS[seed])
+    at %= len(data)
+    cut = bytes(data[:at])
+    data[at : at + len(junk)] = junk
+    for damaged in (cut, bytes(data)):
+        _document_or_one_line(damaged)

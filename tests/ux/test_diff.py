@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
 
 import tracepack
+from tests.strategies import documents
 from tests.ux.helpers import MODEL_JSON, PT2
 from tracepack.diff import diff_documents, format_diff
 from tracepack.errors import UsageError
@@ -140,3 +142,27 @@ def test_json_form_and_bad_mode() -> None:
     ]
     with pytest.raises(UsageError, match="--by"):
         diff_documents(_doc(a), _doc(b), by="color")  # type: ignore[arg-type]
+
+
+@given(documents(max_nodes=8), documents(max_nodes=8))
+def test_diff_laws(a: tracepack.Document, b: tracepack.Document) -> None:
+    # a graph against itself, or its copy through any codec: no differences
+    copy_a = tracepack.loads(tracepack.dumps(a, compression="none"))
+    for by in ("name", "structure"):
+        same = diff_documents(a, copy_a, by=by)  # type: ignore[arg-type]
+        assert same.same
+        assert same.unchanged == len(a)
+    # A -> B is B -> A turned around
+    ab, ba = diff_documents(a, b), diff_documents(b, a)
+    assert ab.added == [n for n in (x.name for x in b.nodes()) if n in set(ba.removed)]
+    assert sorted(ab.removed) == sorted(ba.added)
+    assert [c.a for c in ab.changed] == [c.a for c in ba.changed if c.a in {x.a for x in ab.changed}]
+    assert {c.a: {k: (v[1], v[0]) for k, v in c.fields.items()} for c in ab.changed} == {
+        c.a: dict(c.fields) for c in ba.changed
+    }
+    # every node of A is accounted for once, and of B
+    assert ab.unchanged + len(ab.changed) + len(ab.removed) == len(a)
+    assert ab.unchanged + len(ab.changed) + len(ab.added) == len(b)
+    sb = diff_documents(a, b, by="structure")
+    assert sb.unchanged + len(sb.changed) + len(sb.renamed) + len(sb.removed) == len(a)
+    assert sb.unchanged + len(sb.changed) + len(sb.renamed) + len(sb.added) == len(b)

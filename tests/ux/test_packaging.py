@@ -17,14 +17,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-#: The torch extra's pin is the torch bridge's to loosen (issue 9); everything else must be a range.
-PINNED_ELSEWHERE = {"torch"}
 
 
 def _requirements() -> list[str]:
     reqs = list(PROJECT["dependencies"])
-    for extra, items in PROJECT["optional-dependencies"].items():
-        reqs += [r for r in items if not (extra == "torch" and r.split("=")[0] in PINNED_ELSEWHERE)]
+    for items in PROJECT["optional-dependencies"].values():
+        reqs += items
     return reqs
 
 

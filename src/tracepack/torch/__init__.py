@@ -167,6 +167,7 @@ def load(
     from tracepack.torch.loader import load_pt2
     from tracepack.torch.upgrade import load_if_old
 
+    _torch()  # first: without torch, the ImportError that names the extra (tests/ux/test_api.py)
     old = load_if_old(f)  # torch 2.1-2.7's flat archives and older schemas: upgraded first
     if old is not None:
         return old
