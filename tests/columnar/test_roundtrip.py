@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 from hypothesis import given
-from tracepack_generated import v1_0, v1_1
+from tracepack_generated import v1_0
 
 import tracepack
 from tests.columnar.helpers import payload_of
@@ -17,7 +17,7 @@ from tests.migrations.strategies import RichDocument, documents_1_0, rich_docume
 from tests.strategies import documents
 from tracepack import container, migrations
 from tracepack.codecs import CODECS, codec_by_id, codec_by_name, columnar
-from tracepack.versions import CURRENT
+from tracepack.versions import CURRENT, generated
 
 OTHERS = [c for c in CODECS if c != "columnar"]
 
@@ -167,7 +167,7 @@ def test_golden_document_columns() -> None:
     tags = columns["$.graph.nodes[].outputs[]#tag"][1]
     assert tags == [type(a).__struct_config__.tag for n in doc.raw.graph.nodes for a in n.outputs]
     assert columns["$.header.producer#present"] == ["plain", [True]]
-    assert isinstance(doc.raw, v1_1.model.Document)
+    assert isinstance(doc.raw, generated(CURRENT).model.Document)
 
 
 def _values(entry: list[Any]) -> list[Any]:

@@ -1,7 +1,7 @@
 """Reading newer files (docs/schema-rules.md, "Reading newer files").
 
 A reader of 1.0 given a 1.1 file reads it, skipping what 1.1 added, in every codec; a file of a
-newer minor (1.7) is decoded with the newest minor this build knows; a newer major is refused.
+newer minor (current + 6) is decoded with the newest minor this build knows; a newer major is refused.
 """
 
 from __future__ import annotations
@@ -11,17 +11,27 @@ from typing import Any
 import msgspec
 import pytest
 from hypothesis import given
-from tracepack_generated import v1_0, v1_1
+from tracepack_generated import v1_0
 
 import tracepack
 from tests.golden import make_golden as mg
 from tests.migrations.strategies import RichDocument, rich_documents
-from tracepack import DecodeError, Document, VersionError, container
+from tracepack import DecodeError, Document, VersionError, container, migrations
 from tracepack.codecs import codec_by_name
 from tracepack.migrations import v1_0_to_v1_1 as step
-from tracepack.versions import CURRENT, reader_version
+from tracepack.versions import CURRENT, RELEASED, generated, reader_version
 
 CODECS = ["json", "msgpack", "flatbuffers", "columnar"]
+#: A newer minor of the current version's major, which no release has reached.
+NEWER = (CURRENT[0], CURRENT[1] + 6)
+N = f"{NEWER[0]}.{NEWER[1]}"
+C = f"{CURRENT[0]}.{CURRENT[1]}"
+_gen = generated(CURRENT)
+
+
+def _as_1_1(raw: Any) -> Any:
+    """A document of the current version as schema 1.1 holds it (the same document when 1.1 is current)."""
+    return migrations.downgrade(raw, CURRENT, (1, 1))
 
 
 def _without_1_1_additions(raw: Any) -> Any:
@@ -37,7 +47,7 @@ def _without_1_1_additions(raw: Any) -> Any:
 
 def _read_as_1_0(raw: Any, codec: str) -> Any:
     _, module = codec_by_name(codec)
-    old = module.decode(module.encode(raw, (1, 1)), (1, 0), source="new.tpk")
+    old = module.decode(module.encode(_as_1_1(raw), (1, 1)), (1, 0), source="new.tpk")
     assert isinstance(old, v1_0.model.Document)
     v1_0.validate.validate(old)
     return old
@@ -49,9 +59,9 @@ def test_a_1_0_reader_reads_the_1_1_golden_document_skipping_additions(codec: st
     assert doc.raw.provenance is not None
     assert doc.raw.frames.end_line
     old = _read_as_1_0(doc.raw, codec)
-    assert step.upgrade(old) == _without_1_1_additions(doc.raw)
+    assert step.upgrade(old) == _without_1_1_additions(_as_1_1(doc.raw))
     # To the 1.0 reader, lifted from_node entries are absent; verbatim ones and all else are there.
-    seen = Document(step.upgrade(old))
+    seen = Document(migrations.upgrade(old, (1, 0), CURRENT))
     for node in doc.nodes():
         meta = dict(node.meta)
         if node.raw.from_node_meta_index >= 0:
@@ -64,7 +74,7 @@ def test_a_1_0_reader_reads_the_1_1_golden_document_skipping_additions(codec: st
 @given(rich_documents())
 def test_a_1_0_reader_reads_any_1_1_document_skipping_additions(rich: RichDocument) -> None:
     for codec in CODECS:
-        assert step.upgrade(_read_as_1_0(rich.doc.raw, codec)) == _without_1_1_additions(rich.doc.raw)
+        assert step.upgrade(_read_as_1_0(rich.doc.raw, codec)) == _without_1_1_additions(_as_1_1(rich.doc.raw))
 
 
 def test_a_build_that_knows_only_1_0_decodes_1_1_with_its_1_0_model() -> None:
@@ -73,7 +83,7 @@ def test_a_build_that_knows_only_1_0_decodes_1_1_with_its_1_0_model() -> None:
         reader_version((2, 0), released=((1, 0),))
 
 
-# -- files of a newer minor: 1.7 ---------------------------------------------------------------------
+# -- files of a newer minor ---------------------------------------------------------------------------
 
 
 def _pad(items: list[Any], struct: type, extra: Any) -> list[Any]:
@@ -86,43 +96,44 @@ def _pad(items: list[Any], struct: type, extra: Any) -> list[Any]:
 
 
 def _payload_1_7(raw: Any, codec: str) -> bytes:
-    """A 1.7 payload: the 1.1 document plus fields a 1.7 writer added (JSON, MessagePack, columnar)."""
+    """A payload of a newer minor: the current document plus fields its writer added (JSON, MessagePack,
+    columnar)."""
     if codec == "flatbuffers":  # FlatBuffers skips unknown ids: test_a_1_0_reader_... covers it
         _, module = codec_by_name(codec)
         newer = msgspec.structs.replace(
-            raw, header=msgspec.structs.replace(raw.header, version=v1_1.model.Version(1, 7))
+            raw, header=msgspec.structs.replace(raw.header, version=_gen.model.Version(*NEWER))
         )
-        return bytes(module.encode(newer, (1, 1)))
+        return bytes(module.encode(newer, CURRENT))
     if codec == "columnar":  # columns a 1.7 writer added: unknown paths, ignored by name
         _, module = codec_by_name(codec)
         newer = msgspec.structs.replace(
-            raw, header=msgspec.structs.replace(raw.header, version=v1_1.model.Version(1, 7))
+            raw, header=msgspec.structs.replace(raw.header, version=_gen.model.Version(*NEWER))
         )
-        payload: Any = msgspec.msgpack.decode(module.encode(newer, (1, 1)))
+        payload: Any = msgspec.msgpack.decode(module.encode(newer, CURRENT))
         payload["columns"]["$.added_in_1_7"] = ["plain", [1]]
         payload["columns"]["$.graph.nodes[].weight"] = ["plain", [0.5] * len(raw.graph.nodes)]
         return msgspec.msgpack.encode(payload)
     if codec == "json":
-        keyed: Any = msgspec.to_builtins(v1_1.convert.to_json(raw))
-        keyed["header"]["version"] = {"major": 1, "minor": 7}
+        keyed: Any = msgspec.to_builtins(_gen.convert.to_json(raw))
+        keyed["header"]["version"] = {"major": NEWER[0], "minor": NEWER[1]}
         keyed["added_in_1_7"] = {"anything": [1, 2.5, None]}
         for node in keyed["graph"].get("nodes", []):
             node["weight"] = 0.5
         return msgspec.json.encode(keyed)
     arrays: Any = msgspec.to_builtins(raw)
-    arrays[0][1] = [1, 7]
-    graph = _pad(arrays[10], v1_1.model.Graph, "graph extra")
-    graph[3] = [_pad(n, v1_1.model.Node, {"weight": 0.5}) for n in graph[3]]
+    arrays[0][1] = list(NEWER)
+    graph = _pad(arrays[10], _gen.model.Graph, "graph extra")
+    graph[3] = [_pad(n, _gen.model.Node, {"weight": 0.5}) for n in graph[3]]
     arrays[10] = graph
-    return msgspec.msgpack.encode(_pad(arrays, v1_1.model.Document, ["added", "in", 1.7]))
+    return msgspec.msgpack.encode(_pad(arrays, _gen.model.Document, ["added", "in", 1.7]))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_newer_minor_decodes_with_the_newest_known_minor(codec: str) -> None:
     doc = mg.build_document()
-    data = container.pack(_payload_1_7(doc.raw, codec), schema_version=(1, 7), codec=codec)
-    back = tracepack.loads(data, source="from-1.7.tpk")
-    assert back.source_version == (1, 7)
+    data = container.pack(_payload_1_7(doc.raw, codec), schema_version=NEWER, codec=codec)
+    back = tracepack.loads(data, source=f"from-{N}.tpk")
+    assert back.source_version == NEWER
     assert back.version == CURRENT
     assert back == doc
     assert mg.document_content(back) == mg.document_content(doc)
@@ -133,15 +144,16 @@ def test_a_newer_minor_decodes_with_the_newest_known_minor(codec: str) -> None:
 def test_a_newer_minor_using_an_unknown_variant_is_refused_naming_both_versions() -> None:
     doc = mg.build_document()
     arrays: Any = msgspec.to_builtins(doc.raw)
-    arrays[0][1] = [1, 7]
+    arrays[0][1] = list(NEWER)
     arrays[10][3][0][3] = [[99, "a variant added in 1.7"]]  # outputs of node 0
-    data = container.pack(msgspec.msgpack.encode(arrays), schema_version=(1, 7), codec="msgpack")
+    data = container.pack(msgspec.msgpack.encode(arrays), schema_version=NEWER, codec="msgpack")
     with pytest.raises(DecodeError) as info:
-        tracepack.loads(data, source="from-1.7.tpk")
+        tracepack.loads(data, source=f"from-{N}.tpk")
     text = str(info.value)
-    assert text.startswith("from-1.7.tpk: $.graph.nodes[0].outputs[0][0]: Invalid value 99 (the file is schema 1.7")
+    assert text.startswith(f"from-{N}.tpk: $.graph.nodes[0].outputs[0][0]: Invalid value 99 (the file is schema {N}")
     assert (
-        "(the file is schema 1.7, newer than 1.1, the newest this build reads: it may use something added since" in text
+        f"(the file is schema {N}, newer than {C}, the newest this build reads: it may use something added since"
+        in text
     )
 
 
@@ -149,12 +161,13 @@ def test_a_newer_minor_using_an_unknown_variant_is_refused_naming_both_versions(
 def test_a_newer_major_is_refused(codec: str) -> None:
     doc = mg.build_document()
     _, module = codec_by_name(codec)
-    data = container.pack(module.encode(doc.raw, CURRENT), schema_version=(2, 0), codec=codec)
+    major = f"{CURRENT[0] + 1}.0"
+    data = container.pack(module.encode(doc.raw, CURRENT), schema_version=(CURRENT[0] + 1, 0), codec=codec)
     with pytest.raises(VersionError) as info:
-        tracepack.loads(data, source="from-2.0.tpk")
+        tracepack.loads(data, source=f"from-{major}.tpk")
     assert str(info.value) == (
-        "from-2.0.tpk: header: schema version 2.0 is not readable by this build; expected one of 1.0, 1.1 or a "
-        "newer minor of a known major (this build writes 1.1)"
+        f"from-{major}.tpk: header: schema version {major} is not readable by this build; expected one of "
+        f"{', '.join(f'{a}.{b}' for a, b in RELEASED)} or a newer minor of a known major (this build writes {C})"
     )
     assert info.value.exit_code == 2
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -19,19 +20,21 @@ from tracepack.cli import main
 from tracepack.codecs import CODECS
 from tracepack.container import read_header
 from tracepack.migrations import v1_0_to_v1_1 as step
-from tracepack.versions import CURRENT
+from tracepack.versions import CURRENT, RELEASED
 
 CODEC_NAMES = sorted(CODECS)
 
 
 def _view_1_0(raw: Any) -> Document:
     """A 1.0 document as today's code shows it (upgraded, which adds nothing)."""
-    return Document(step.upgrade(raw), source_version=(1, 0))
+    return Document(migrations.upgrade(raw, (1, 0), CURRENT), source_version=(1, 0))
 
 
 def test_steps_are_registered_in_release_order() -> None:
-    assert list(migrations.STEPS) == [((1, 0), (1, 1))]
-    assert CURRENT == (1, 1)
+    """One step per pair of consecutive releases, oldest first, ending at the current version."""
+    assert list(migrations.STEPS) == list(itertools.pairwise(RELEASED))
+    assert next(iter(migrations.STEPS)) == ((1, 0), (1, 1))
+    assert RELEASED[-1] == CURRENT
 
 
 @given(documents_1_0())
@@ -64,10 +67,11 @@ def test_upgrade_shares_columns_instead_of_copying(raw: Any) -> None:
 
 @given(plain_documents_1_1())
 def test_1_1_documents_without_1_1_information_downgrade_and_upgrade_back_equal(doc: Document) -> None:
-    assert step.losses(doc.raw) == []
-    down = migrations.downgrade(doc.raw, (1, 1), (1, 0))
+    raw = migrations.downgrade(doc.raw, CURRENT, (1, 1))  # the same document when 1.1 is current
+    assert step.losses(raw) == []
+    down = migrations.downgrade(raw, (1, 1), (1, 0))
     v1_0.validate.validate(down)
-    assert migrations.upgrade(down, (1, 0), (1, 1)) == doc.raw
+    assert migrations.upgrade(down, (1, 0), (1, 1)) == raw
     back = _view_1_0(down)
     for a, b in zip(doc.nodes(), back.nodes(), strict=True):
         assert (a.meta, a.stack_trace, a.module_stack, a.frames) == (b.meta, b.stack_trace, b.module_stack, b.frames)
@@ -177,11 +181,12 @@ def test_the_1_1_golden_document_without_its_1_1_only_parts_downgrades_exactly()
 
 def test_downgrade_to_an_unknown_or_newer_version_is_refused() -> None:
     doc = mg.build_document((1, 0))
-    with pytest.raises(VersionError, match=r"cannot write schema 1\.7: this build writes 1\.1"):
-        tracepack.dumps(doc, version=(1, 7))
-    with pytest.raises(VersionError, match=r"cannot write schema 2\.0"):
-        tracepack.dumps(doc, version=(2, 0))
-    with pytest.raises(VersionError, match=r"no migration from schema 1\.0 down to 0\.9"):
+    newer, current = (CURRENT[0], CURRENT[1] + 6), f"{CURRENT[0]}\\.{CURRENT[1]}"
+    with pytest.raises(VersionError, match=rf"cannot write schema {newer[0]}\.{newer[1]}: this build writes {current}"):
+        tracepack.dumps(doc, version=newer)
+    with pytest.raises(VersionError, match=rf"cannot write schema {CURRENT[0] + 1}\.0"):
+        tracepack.dumps(doc, version=(CURRENT[0] + 1, 0))
+    with pytest.raises(VersionError, match=r"no migration from schema \d+\.\d+ down to 0\.9"):
         tracepack.dumps(doc, version=(0, 9))
 
 
@@ -220,6 +225,7 @@ def test_cli_convert_to_version_1_0_refuses_losses(tmp_path: Path, capsys: pytes
     assert "cannot write schema 1.0 without losing information: 2 frames have an end_line position" in err
     assert err.count("\n") == 1
     assert not out.exists()
-    code, _, err = _run(["convert", str(mg.GOLDEN / "1.0" / "json.tpk"), str(out), "--to-version", "1.7"], capsys)
+    newer = f"{CURRENT[0]}.{CURRENT[1] + 6}"
+    code, _, err = _run(["convert", str(mg.GOLDEN / "1.0" / "json.tpk"), str(out), "--to-version", newer], capsys)
     assert code == 2
-    assert "cannot write schema 1.7: this build writes 1.1" in err
+    assert f"cannot write schema {newer}: this build writes {CURRENT[0]}.{CURRENT[1]}" in err
