@@ -106,3 +106,26 @@ def test_a_wrong_transcript_fails(tmp_path: Path) -> None:
 
 def test_blocks_keep_their_line_numbers() -> None:
     assert list(blocks("text\n```console\n$ ls\n```\n")) == [Block("console", 2, "$ ls\n")]
+
+
+def test_the_demo_table_is_what_make_demo_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README's size table and debug-info sentence, against `tracepack demo` run now.
+    import re
+
+    from tracepack.cli import main
+
+    assert main(["demo", "--quick"]) == 0
+    printed = capsys.readouterr().out
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("What `make demo` prints") :].split("\n\n")[1]
+    rows = [r.strip("|").split("|") for r in table.splitlines()[2:]]
+    assert len(rows) >= 4
+    for label, size, ratio in rows:
+        assert re.search(
+            rf"^{re.escape(label.strip())}\s+{re.escape(size.strip())}\s+{re.escape(ratio.strip())}$", printed, re.M
+        ), label
+    m = re.search(r"per-node strings ([\d,]+) bytes -> interned tables ([\d,]+) bytes \(([\d.]+)x smaller\)", printed)
+    assert m is not None, printed
+    strings, tables, ratio = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")), float(m.group(3))
+    claim = f"Its debug info goes from {round(strings / 1000)} KB of per-node strings to {tables / 1000:.1f} KB of tables ({int(ratio)}x)"
+    assert claim in " ".join(readme.split()), claim
