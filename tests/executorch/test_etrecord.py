@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -162,3 +163,23 @@ def test_the_edge_program_comes_back_byte_for_byte(forward: tracepack.Document) 
     member = zipfile.ZipFile(ETRECORD).read("edge_dialect_exported_program/forward")
     assert export_model_json(forward) == member
     assert export_model_json(tracepack.loads(tracepack.dumps(forward, codec="columnar"))) == member
+
+
+def test_every_method_of_a_multi_method_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One document per method; a log's instruction is answered in the method asked for."""
+    from tracepack.cli import main
+
+    src = zipfile.ZipFile(ETRECORD)
+    members = {n: src.read(n) for n in src.namelist()}
+    members["edge_dialect_exported_program/decode"] = members["edge_dialect_exported_program/forward"]
+    members["debug_handle_map"] = b'{"forward": {"0": 1}, "decode": {"0": 3}}'
+    path = tmp_path / "two.etrecord"
+    path.write_bytes(_zip(members))
+    docs = import_etrecord(path.read_bytes())
+    assert list(docs) == ["forward", "decode"]
+    assert Symbolicator(docs["decode"]).instruction(0, 0).handles[0].handle == 3
+    assert main(["symbolicate", str(path), "--instruction", "0:0", "--method", "decode", "--json"]) == 0
+    (ref,) = json.loads(capsys.readouterr().out)["references"]
+    assert ref["answers"][0]["method"] == "decode"
+    assert ref["answers"][0]["handles"][0]["handle"] == 3
+    assert main(["symbolicate", str(path), "--instruction", "0:0", "--method", "nope"]) == 2
