@@ -69,7 +69,7 @@ def _model(path: Path, report: Report) -> None:
     name = f"{path.stem} ({nodes} nodes, {kind})"
     target = None if nodes < MIN_NODES else (1.5 if dynamic else 3.0)
     big = nodes > 2000
-    repeat, min_time = (1, 0.0) if big else (3, 0.3)
+    repeat, min_time = (1, 0.0) if big else (5, 0.3)
     packed = pt2.pack_pt2(data, source=path.name)
 
     t_torch = best_time(lambda: torch.export.load(io.BytesIO(data)), repeat=repeat, min_time=min_time)

@@ -18,6 +18,7 @@ member (the random ``.data/serialization_id`` aside).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -106,17 +107,50 @@ def save_pt2(
     strip: bool = False,
 ) -> None:
     """See :func:`tracepack.torch.save`."""
-    import tracepack
-    from tracepack.io.zip import write_archive
-    from tracepack.torch import pt2
-
     torch = importlib.import_module("torch")
-    package = importlib.import_module("torch.export.pt2_archive._package")
-    c = importlib.import_module("torch.export.pt2_archive.constants")
     if not isinstance(ep, torch.export.ExportedProgram):
         from tracepack.errors import UsageError
 
         raise UsageError(f"expected a torch.export.ExportedProgram, got {type(ep).__name__}")
+    collecting = gc.isenabled()
+    gc.disable()  # as in load: many small objects, no cycles worth collecting midway
+    try:
+        data = _archive(
+            ep,
+            f,
+            extra_files=extra_files,
+            opset_version=opset_version,
+            pickle_protocol=pickle_protocol,
+            keep=keep,
+            strip=strip,
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    if isinstance(f, (str, os.PathLike)):
+        from tracepack.container import atomic_write
+
+        atomic_write(os.fspath(f), data)
+    else:
+        f.write(data)
+
+
+def _archive(
+    ep: Any,
+    f: str | os.PathLike[str] | IO[bytes],
+    *,
+    extra_files: dict[str, Any] | None,
+    opset_version: dict[str, int] | None,
+    pickle_protocol: int,
+    keep: Sequence[str],
+    strip: bool,
+) -> bytes:
+    import tracepack
+    from tracepack.io.zip import write_archive
+    from tracepack.torch import pt2
+
+    package = importlib.import_module("torch.export.pt2_archive._package")
+    c = importlib.import_module("torch.export.pt2_archive.constants")
     model = "model"
     w = _Members()
     weights = package._package_state_dict(model, ep, w, pickle_protocol)
@@ -136,10 +170,4 @@ def save_pt2(
     w.write_string(".data/version", "6\n")
     w.write_string("byteorder", sys.byteorder)
     top = Path(os.fspath(f)).stem if isinstance(f, (str, os.PathLike)) else "archive"
-    data = write_archive([(f"{top}/{n}", d) for n, d in w.members], deflate={f"{top}/{program_member}"})
-    if isinstance(f, (str, os.PathLike)):
-        from tracepack.container import atomic_write
-
-        atomic_write(os.fspath(f), data)
-    else:
-        f.write(data)
+    return write_archive([(f"{top}/{n}", d) for n, d in w.members], deflate={f"{top}/{program_member}"})
