@@ -102,3 +102,37 @@ def test_cli_refuses_a_missing_operator_with_exit_2(tmp_path: Path, capsys: pyte
     assert "operator torch.ops.aten.gone.default" in err
     assert "Traceback" not in err
     assert not (tmp_path / "new.pt2").exists()
+
+
+def test_weights_that_need_a_full_unpickler_are_refused(tmp_path: Path) -> None:
+    """A flat archive's state dict is read with weights_only=True: a pickle that runs code is refused."""
+    import pickle
+
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (open, (str(marker), "w"))
+
+    out = io.BytesIO()
+    src = path("2.3", "mlp.pt2")
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == "serialized_state_dict.pt":
+                data = pickle.dumps(Evil())
+            zout.writestr(info, data)
+    from tracepack.errors import UnsafePickleError
+
+    with pytest.raises(UnsafePickleError, match=r"old\.pt2:serialized_state_dict\.pt: the weights cannot be read"):
+        load_upgraded(out.getvalue(), source="old.pt2")
+    assert not marker.exists()
+
+
+def test_a_damaged_program_is_one_line() -> None:
+    from tracepack.errors import LegacyFormatError
+    from tracepack.torch.export.upgrade import upgrade_program
+
+    with pytest.raises(LegacyFormatError, match=r"^p\.json: cannot upgrade schema 1: unexpected layout") as info:
+        upgrade_program({"schema_version": 1, "graph_module": 5}, source="p.json")
+    assert "\n" not in str(info.value)
