@@ -108,3 +108,23 @@ def spec_yaml(spec: TorchSpec) -> str:
         f"TREESPEC_VERSION: {spec.treespec_version}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def sympy_expressions() -> st.SearchStrategy[Any]:
+    """sympy expressions over positive integer symbols, of the kinds torch's shape code makes."""
+    import sympy
+
+    symbols = [sympy.Symbol(f"s{i}", positive=True, integer=True) for i in range(4)]
+    leaves = st.one_of(st.sampled_from(symbols), st.integers(-50, 50).map(sympy.Integer))
+
+    def grow(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        pair = st.tuples(inner, inner)
+        return st.one_of(
+            pair.map(lambda p: p[0] + p[1]),
+            pair.map(lambda p: p[0] * p[1]),
+            pair.map(lambda p: sympy.Max(*p)),
+            pair.map(lambda p: sympy.Min(*p)),
+            st.tuples(inner, st.integers(2, 3)).map(lambda p: p[0] ** p[1]),
+        )
+
+    return st.recursive(leaves, grow, max_leaves=6)

@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.torch.conftest import CORPUS, TORCH_MARKS
+from tests.torch.strategies import sympy_expressions
 from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
 from tracepack.io.zip import write_archive
 
@@ -231,3 +234,24 @@ def test_weight_record_of_the_wrong_size(tmp_path: Path) -> None:
     )
     with pytest.raises(LegacyFormatError, match="weights/weight_0"):
         tt.load(bad)
+
+
+@settings(deadline=None)
+@given(sympy_expressions(), st.sampled_from(["str", "srepr"]))
+def test_what_sympy_prints_passes_the_check_and_parses_the_same(expr: Any, form: str) -> None:
+    import sympy
+
+    text = str(expr) if form == "str" else sympy.srepr(expr)
+    assert safe_sympy_text(text, lambda name: False)
+    names = {str(s): s for s in expr.free_symbols}
+    assert sympy.sympify(text, locals=names) == expr
+
+
+@given(
+    st.sampled_from(["Symbol('s0') + s1", "Max(s0, 2) * Integer(3)", "s0 <= 7"]),
+    st.sampled_from(
+        [".__class__", "[0]", " if s0 else s1", "; import os", "__import__('os')", " + eval('1')", " + open"]
+    ),
+)
+def test_a_forbidden_piece_anywhere_is_refused(text: str, piece: str) -> None:
+    assert not safe_sympy_text(text + piece, lambda name: False)
