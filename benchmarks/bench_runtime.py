@@ -30,6 +30,7 @@ import io
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -133,16 +134,23 @@ print(json.dumps(best))
 """
 
 
-def _wall(cmd: list[str], stdin: str | None = None, repeat: int = 3) -> tuple[float, str]:
-    best, out = float("inf"), ""
+def _run(cmd: list[str], stdin: str | None = None, repeat: int = 3) -> tuple[float, float, str]:
+    """Best wall time and best CPU time (user + system of the child, from getrusage) of a command.
+
+    CPU time is what the figures compare: the machine is shared, and a process waiting for a core
+    is not slower code. Wall time goes in the note."""
+    best, best_cpu, out = float("inf"), float("inf"), ""
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"{cmd[:3]} failed: {done.stderr[-500:]}")
-        best, out = min(best, elapsed), done.stdout
-    return best, out
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best, best_cpu, out = min(best, elapsed), min(best_cpu, cpu), done.stdout
+    return best, best_cpu, out
 
 
 def _sizes(etrecord: bytes) -> tuple[int, int]:
@@ -242,9 +250,9 @@ def run(report: Report) -> None:
             tracepack.dump(
                 import_etrecord(record.read_bytes())["forward"], tpk_small, codec="flatbuffers", compression="none"
             )
-            ours, text = _wall([sys.executable, "-m", "tracepack", "symbolicate", str(tpk_small), "-"], stdin=line)
+            wall, ours, text = _run([sys.executable, "-m", "tracepack", "symbolicate", str(tpk_small), "-"], stdin=line)
             assert "debug handle" in text
-            theirs, _ = _wall([et, "-c", _INSPECTOR_COLD, str(record), str(dump), "0"], repeat=1)
+            their_wall, theirs, _ = _run([et, "-c", _INSPECTOR_COLD, str(record), str(dump), "0"], repeat=1)
             report.add(
                 Figure(
                     SECTION,
@@ -253,9 +261,10 @@ def run(report: Report) -> None:
                     theirs,
                     "s",
                     50.0,
+                    note=f"CPU time of each process; wall {wall:.2f} s vs {their_wall:.1f} s",
                 )
             )
-            _, out = _wall([et, "-c", _PARSE_WARM, str(record)], repeat=1)
+            _, _, out = _run([et, "-c", _PARSE_WARM, str(record)], repeat=1)
             parse = float(json.loads(out.strip().splitlines()[-1]))
             lookup = t_instr
             if record != sample_record or not real_big:

@@ -70,7 +70,15 @@ def encode_groups(groups: dict[int, list[int]]) -> dict[str, list[int]]:
 
 
 def decode_groups(obj: Any, where: str) -> dict[int, list[int]]:
-    """:func:`encode_groups`' columns back as ``{key: [values]}``; DecodeError when they do not fit."""
+    """:func:`encode_groups`' columns back as ``{key: [values]}``; DecodeError when they do not fit.
+
+    Also reads the first form the extension had (``{"<key>": [values]}``, written by builds of
+    2026-11-23 before the columns), so those files stay readable."""
+    if isinstance(obj, dict) and all(isinstance(k, str) and k.isdigit() for k in obj):
+        try:
+            return {int(k): [int(v) for v in vs] for k, vs in obj.items()}
+        except (TypeError, ValueError) as exc:
+            raise DecodeError(f"malformed {METHOD_EXTENSION} extension ({exc})", where=where) from None
     try:
         keys, values = _undelta(obj["keys"]), _undelta(obj["values"])
         counts = obj.get("counts") or [1] * len(keys)
