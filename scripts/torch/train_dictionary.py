@@ -121,7 +121,11 @@ def main() -> None:
     print(f"{TRAINING.name}: id {TRAINING.dict_id}, {len(data)} bytes, sha256 {digest}, {len(training)} samples")
     if args.check:
         if not target.exists() or target.read_bytes() != data:
-            raise SystemExit(f"{target.name}: training does not reproduce the shipped dictionary")
+            raise SystemExit(
+                f"{target.name}: training does not reproduce the shipped dictionary: the importer or the codecs "
+                f"write other samples than at {TRAINING.trained_at or 'its training'} (check that commit out to "
+                "reproduce it; ship a new dictionary when retraining pays, docs/dictionaries.md)"
+            )
         print(f"{target.name}: reproduced byte for byte")
         return
     target.parent.mkdir(parents=True, exist_ok=True)

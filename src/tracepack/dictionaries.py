@@ -51,6 +51,9 @@ class DictionarySpec:
     d: int = 8
     f: int = 20
     doc: str = ""
+    #: The commit whose importer and codecs made the training samples: ``make dictionary-check``
+    #: reproduces the file byte for byte there (later changes to either change the samples).
+    trained_at: str = ""
 
 
 _PACKAGE: Final = "tracepack.data.zstd"
@@ -71,6 +74,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         sha256="39485dedb99d68dc5551802117897dfa9a99cc2b77232cb602599ccaef0d6028",
         size=128 * 1024,
         doc="as torch-export-1, retrained on payloads whose string columns use the columnar `forms` encoding",
+        trained_at="ddda37b",
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest).
