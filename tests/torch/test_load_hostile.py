@@ -255,3 +255,26 @@ def test_what_sympy_prints_passes_the_check_and_parses_the_same(expr: Any, form:
 )
 def test_a_forbidden_piece_anywhere_is_refused(text: str, piece: str) -> None:
     assert not safe_sympy_text(text + piece, lambda name: False)
+
+
+def test_old_archives_expression_strings_are_not_evaluated(tmp_path: Path) -> None:
+    """A torch 2.3 (flat layout) archive goes through the upgrade path: the same check applies."""
+    marker = tmp_path / "ran"
+    src = CORPUS.parent / "releases" / "2.3" / "dynamic.pt2"
+    evil = f"__import__('os').system('touch {marker}')"
+
+    def change(name: str, data: bytes) -> bytes | None:
+        if name != "serialized_exported_program.json":
+            return None
+        return data.decode().replace('"expr_str": "s0"', '"expr_str": "' + evil.replace('"', '\\"') + '"', 1).encode()
+
+    with zipfile.ZipFile(src) as z:
+        members = [(i.filename, z.read(i.filename)) for i in z.infolist()]
+    bad = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(bad, "w") as out:
+        for name, data in members:
+            new = change(name, data)
+            out.writestr(name, data if new is None else new)
+    with pytest.raises(InputError):
+        tt.load(bad)
+    assert not marker.exists()

@@ -207,7 +207,10 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
         raise LegacyFormatError(f"the upgraded program does not fit torch's schema: {exc}", source=where) from None
     if isinstance(example_inputs, dict) or example_inputs is None:
         example_inputs = None
-    return serde.ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, example_inputs)
+    from tracepack.torch.loader import deserialize
+
+    # torch's deserializer, with the expression check before sympy (which would eval every expr_str).
+    return deserialize(serialized, state_dict, constants, example_inputs, source=where)
 
 
 def upgrade_pt2(data: bytes, *, source: str) -> bytes:
