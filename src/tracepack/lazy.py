@@ -609,7 +609,13 @@ class LazyDocument(ModuleRendering):
         self._live()
         t = self._cols["modules"]
         parent, key, path, typ, method = t["parent"], t["key"], t["path"], t["type"], t["method"]
-        s = self._string
+        decoded = self._decoded
+
+        def s(i: int, column: str, row: int) -> str:
+            # Decoded strings are answered from the cache; the place is formatted only when needed.
+            text = decoded.get(i)
+            return text if text is not None else self._string(i, f"$.modules.{column}[{row}]")
+
         self._ref("modules", module, "modules", "module")
         known = self._module_paths
         out = []
@@ -625,10 +631,10 @@ class LazyDocument(ModuleRendering):
                 )
             out.append(
                 ModuleKey(
-                    s(key[module], f"$.modules.key[{module}]"),
-                    s(path[module], f"$.modules.path[{module}]"),
-                    s(typ[module], f"$.modules.type[{module}]"),
-                    s(method[module], f"$.modules.method[{module}]") if method else "",
+                    s(key[module], "key", module),
+                    s(path[module], "path", module),
+                    s(typ[module], "type", module),
+                    s(method[module], "method", module) if method else "",
                 )
             )
             module = up
