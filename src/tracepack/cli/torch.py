@@ -18,17 +18,31 @@ def _run(args: argparse.Namespace, transform: Any) -> int:
     return EXIT_OK
 
 
+def _run_files(args: argparse.Namespace, transform: Any) -> int:
+    """File to file: archives of any size, weights streamed (never whole in memory)."""
+    check_output(args.dst, force=args.force)
+    size_in, size_out = transform(args.src, args.dst)
+    info = {"input": display(args.src), "output": args.dst, "bytes": size_out, "input_bytes": size_in}
+    report(args.dst, f"wrote {args.dst}: {size_out} bytes (was {size_in})", info, as_json=args.json)
+    return EXIT_OK
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...] [--strip-all]``."""
-    from tracepack.torch.pt2 import pack_pt2
+    from tracepack.torch.pt2 import pack_pt2, pack_pt2_file
 
-    return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=args.keep or (), strip=args.strip_all))
+    keep = args.keep or ()
+    if args.src != "-" and args.dst != "-":
+        return _run_files(args, lambda s, d: pack_pt2_file(s, d, keep=keep, strip=args.strip_all, overwrite=args.force))
+    return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=keep, strip=args.strip_all))
 
 
 def cmd_unpack(args: argparse.Namespace) -> int:
     """``tracepack unpack IN.pt2 OUT.pt2``."""
-    from tracepack.torch.pt2 import unpack_pt2
+    from tracepack.torch.pt2 import unpack_pt2, unpack_pt2_file
 
+    if args.src != "-" and args.dst != "-":
+        return _run_files(args, lambda s, d: unpack_pt2_file(s, d, overwrite=args.force))
     return _run(args, lambda data: unpack_pt2(data, source=display(args.src)))
 
 

@@ -2,31 +2,68 @@
 
 torch's ``PyTorchStreamWriter`` stores every member uncompressed, all under one
 top folder, each record's data 64-byte aligned (the local header's extra field
-is padded with an ``FB`` field of ``Z`` bytes). :func:`write_archive` writes
+is padded with an ``FB`` field of ``Z`` bytes). :class:`ArchiveWriter` writes
 that layout, so ``torch.export.load`` and ``torch.jit.load`` accept what we
 rebuild, and members can still be memory-mapped.
 
+Archives of any size: an :class:`Archive` reads from bytes or from an open file
+(:func:`open_archive_file`), and :meth:`ArchiveWriter.copy` moves a member from one
+archive to another without holding it in memory: a stored member (every weight
+torch writes) is copied as raw bytes, by the kernel where it can
+(``copy_file_range``), its CRC and sizes taken from the source (zip64 for members
+over 4 GiB); a compressed one is streamed, chunk by chunk, under the ratio budget.
+Peak memory follows the members that are decoded (the program), not the weights.
+
 Reading is defensive: a file that is not a zip, a member larger than the
-limit, or a member whose declared size does not match is a one-line
-:class:`~tracepack.errors.LegacyFormatError`.
+limit, a compressed member that expands past the ``max_ratio`` budget of
+:mod:`tracepack.io.limits` (a zip bomb), a corrupt deflate/bzip2/LZMA stream or a
+member whose declared size does not match is a one-line
+:class:`~tracepack.errors.LegacyFormatError` naming the member.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
+import os
 import struct
 import zipfile
+import zlib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import IO, Any
 
 from tracepack.errors import LegacyFormatError
+from tracepack.io import limits
 
-__all__ = ["ALIGN", "MAX_MEMBER_BYTES", "Archive", "Member", "open_archive", "write_archive", "write_plain_archive"]
+__all__ = [
+    "ALIGN",
+    "MAX_MEMBER_BYTES",
+    "Archive",
+    "ArchiveWriter",
+    "Member",
+    "open_archive",
+    "open_archive_file",
+    "write_archive",
+    "write_plain_archive",
+]
 
 ALIGN = 64
 #: The largest member read (as the zip declares it): weights can be large, debug members never are.
 MAX_MEMBER_BYTES = 1 << 30
 _LOCAL_HEADER = 30
+_CHUNK = 1 << 20
+#: What a damaged member's decompressor can raise, besides zipfile's own errors.
+_MEMBER_ERRORS = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    lzma.LZMAError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +79,11 @@ class Member:
 class Archive:
     """A torch archive opened for reading: member names in order, the top folder, member bytes."""
 
-    def __init__(self, data: bytes | bytearray | memoryview, *, source: str) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview | IO[bytes], *, source: str) -> None:
         self.source = source
+        self._fp: IO[bytes] = io.BytesIO(bytes(data)) if isinstance(data, (bytes, bytearray, memoryview)) else data
         try:
-            self._data = bytes(data)
-            self._zip = zipfile.ZipFile(io.BytesIO(self._data))
+            self._zip = zipfile.ZipFile(self._fp)
             infos = self._zip.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError) as exc:
             raise LegacyFormatError(
@@ -56,6 +93,35 @@ class Archive:
         self.members = [Member(i.filename, i.date_time, i.external_attr, i.file_size) for i in infos if not i.is_dir()]
         tops = {m.name.split("/", 1)[0] for m in self.members if "/" in m.name}
         self.top = tops.pop() if len(tops) == 1 and all("/" in m.name for m in self.members) else None
+
+    def info(self, name: str) -> zipfile.ZipInfo:
+        info = self._infos.get(name)
+        if info is None:
+            raise LegacyFormatError("no such member", source=f"{self.source}:{name}")
+        return info
+
+    def _check_ratio(self, info: zipfile.ZipInfo) -> None:
+        if info.compress_type != zipfile.ZIP_STORED and limits.ratio_exceeded(info.file_size, info.compress_size):
+            budget = limits.current()
+            raise LegacyFormatError(
+                f"member expands from {info.compress_size} to {info.file_size} bytes, over {budget.max_ratio} "
+                "times (a zip bomb?)",
+                source=f"{self.source}:{info.filename}",
+                expected=f"a plausible size, {limits.hint('max_ratio')}",
+            )
+
+    def raw_data_offset(self, info: zipfile.ZipInfo) -> int:
+        """Where a member's stored bytes start in the archive (after its local header)."""
+        where = f"{self.source}:{info.filename}"
+        try:
+            self._fp.seek(info.header_offset)
+            head = self._fp.read(_LOCAL_HEADER)
+        except (OSError, ValueError) as exc:
+            raise LegacyFormatError(f"cannot read the local header: {exc}", source=where) from None
+        if len(head) != _LOCAL_HEADER or head[:4] != b"PK\x03\x04":
+            raise LegacyFormatError("bad local header", source=where, where=f"byte {info.header_offset}")
+        name_len, extra_len = struct.unpack_from("<HH", head, 26)
+        return int(info.header_offset + _LOCAL_HEADER + name_len + extra_len)
 
     def names(self) -> list[str]:
         return [m.name for m in self.members]
@@ -71,10 +137,11 @@ class Archive:
             raise LegacyFormatError("no such member", source=where)
         if info.file_size > limit:
             raise LegacyFormatError(f"member of {info.file_size} bytes exceeds the {limit}-byte limit", source=where)
+        self._check_ratio(info)
         try:
             with self._zip.open(info) as f:
                 data = f.read(limit + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        except _MEMBER_ERRORS as exc:
             raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
         if len(data) != info.file_size:
             raise LegacyFormatError(f"member holds {len(data)} bytes, the zip declares {info.file_size}", source=where)
@@ -83,11 +150,16 @@ class Archive:
     def torch_aligned(self) -> bool:
         """Whether every member carries torch's ``FB`` alignment padding (``PyTorchStreamWriter``);
         archives written with Python's ``zipfile`` (torch 2.1-2.7's ``.pt2``) do not."""
-        raw = self._data
         for info in self._infos.values():
-            at = info.header_offset
-            name_len, extra_len = struct.unpack("<HH", raw[at + 26 : at + 30])
-            if not raw[at + 30 + name_len : at + 30 + name_len + extra_len].startswith(b"FB"):
+            try:
+                self._fp.seek(info.header_offset)
+                head = self._fp.read(_LOCAL_HEADER)
+                name_len, extra_len = struct.unpack("<HH", head[26:30])
+                self._fp.seek(info.header_offset + _LOCAL_HEADER + name_len)
+                extra = self._fp.read(extra_len)
+            except (OSError, ValueError, struct.error):
+                return False
+            if not extra.startswith(b"FB"):
                 return False  # the padding sits in the local headers only
         return True
 
@@ -95,8 +167,21 @@ class Archive:
         """How ``name`` is stored (``zipfile.ZIP_STORED``, ``ZIP_DEFLATED``, ...)."""
         return self._infos[name].compress_type
 
+    def open_member(self, name: str) -> IO[bytes]:
+        """A member as a stream (checked against the ratio budget; its CRC is checked at its end)."""
+        info = self.info(name)
+        self._check_ratio(info)
+        try:
+            return self._zip.open(info)
+        except _MEMBER_ERRORS as exc:
+            raise LegacyFormatError(f"cannot read member: {exc}", source=f"{self.source}:{name}") from None
+
+    _owned: IO[bytes] | None = None
+
     def close(self) -> None:
         self._zip.close()
+        if self._owned is not None:
+            self._owned.close()
 
     def __enter__(self) -> Archive:
         return self
@@ -108,6 +193,146 @@ class Archive:
 def open_archive(data: bytes | bytearray | memoryview, *, source: str) -> Archive:
     """Open zip bytes for reading (see :class:`Archive`)."""
     return Archive(data, source=source)
+
+
+def open_archive_file(path: str | os.PathLike[str], *, source: str | None = None) -> Archive:
+    """Open an archive file for reading without reading it into memory (a regular file only)."""
+    import stat
+
+    from tracepack.errors import UsageError
+    from tracepack.io.files import kind_of
+
+    name = source or os.fspath(path)
+    try:
+        # O_NONBLOCK: a FIFO must be refused, not waited on.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UsageError(f"cannot open: {exc.strerror}", source=name) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"is {kind_of(mode)}, not a regular file", source=name, expected="a .pt2 or .pt archive")
+    os.set_blocking(fd, True)
+    f = os.fdopen(fd, "rb")
+    try:
+        archive = Archive(f, source=name)
+    except BaseException:
+        f.close()
+        raise
+    archive._owned = f
+    return archive
+
+
+class ArchiveWriter:
+    """Write members, in order, as torch does: stored, 64-byte aligned data, ``FB`` padding.
+
+    ``out`` is a binary file (seekable: a regular file or ``io.BytesIO``). Members come as bytes
+    (:meth:`add`) or straight from another archive (:meth:`copy`, streamed, never whole in memory).
+    """
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._zip = zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True)
+
+    def _info(self, member: Member | str, size: int, extra_header: int = 0) -> tuple[zipfile.ZipInfo, bool]:
+        if isinstance(member, Member):
+            info = zipfile.ZipInfo(member.name, date_time=member.date_time)
+            info.external_attr = member.external_attr
+        else:
+            info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_STORED
+        info.file_size = size
+        # zipfile writes a zip64 local header (a 20-byte extra field) exactly when this holds.
+        zip64 = size * 1.05 > zipfile.ZIP64_LIMIT
+        name = info.filename.encode("utf-8")
+        start = self._zip.start_dir if hasattr(self._zip, "start_dir") else self._out.tell()
+        pad = (-(start + _LOCAL_HEADER + len(name) + (20 if zip64 else 0) + 4)) % ALIGN
+        info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+        return info, zip64
+
+    def add(self, member: Member | str, data: bytes, *, deflate: bool = False) -> None:
+        info, _ = self._info(member, len(data))
+        if deflate:
+            info.compress_type = zipfile.ZIP_DEFLATED
+        self._zip.writestr(info, data)
+
+    def copy(self, archive: Archive, name: str, member: Member | None = None) -> None:
+        """Copy member ``name`` of ``archive`` (under ``member``'s name and attributes, if given)."""
+        src = archive.info(name)
+        target = member or Member(src.filename, src.date_time, src.external_attr, src.file_size)
+        if src.compress_type == zipfile.ZIP_STORED and src.compress_size == src.file_size:
+            self._copy_raw(archive, src, target)
+            return
+        # A compressed member (torch never writes one for data): streamed through, stored.
+        info, zip64 = self._info(target, src.file_size)
+        with archive.open_member(name) as f, self._zip.open(info, "w", force_zip64=zip64) as dest:
+            try:
+                while chunk := f.read(_CHUNK):
+                    dest.write(chunk)
+            except _MEMBER_ERRORS as exc:
+                raise LegacyFormatError(f"cannot read member: {exc}", source=f"{archive.source}:{name}") from None
+
+    def _copy_raw(self, archive: Archive, src: zipfile.ZipInfo, target: Member) -> None:
+        offset = archive.raw_data_offset(src)
+        info, zip64 = self._info(target, src.file_size)
+        info.compress_size = src.file_size
+        info.CRC = src.CRC
+        info.flag_bits = 0
+        out, z = self._out, self._zip
+        out.seek(z.start_dir)
+        info.header_offset = out.tell()
+        out.write(info.FileHeader(zip64))
+        out.flush()
+        data_at = out.tell()
+        _copy_bytes(archive._fp, offset, out, data_at, src.file_size, where=f"{archive.source}:{src.filename}")
+        out.seek(data_at + src.file_size)
+        z.filelist.append(info)
+        z.NameToInfo[info.filename] = info
+        z.start_dir = out.tell()
+        z._didModify = True  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self._zip.close()
+
+    def __enter__(self) -> ArchiveWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _copy_bytes(src: IO[bytes], src_at: int, dst: IO[bytes], dst_at: int, count: int, *, where: str) -> None:
+    """Copy ``count`` bytes between files: in the kernel where possible, else 1 MiB at a time."""
+    done = 0
+    src_fd = _fileno(src)
+    dst_fd = _fileno(dst)
+    if src_fd is not None and dst_fd is not None and hasattr(os, "copy_file_range"):
+        try:
+            while done < count:
+                n = os.copy_file_range(src_fd, dst_fd, count - done, src_at + done, dst_at + done)
+                if n == 0:
+                    break
+                done += n
+        except OSError:
+            pass  # another file system, an old kernel: copy in user space from where it stopped
+    src.seek(src_at + done)
+    dst.seek(dst_at + done)
+    while done < count:
+        chunk = src.read(min(_CHUNK, count - done))
+        if not chunk:
+            raise LegacyFormatError(f"archive ends {count - done} bytes into a member", source=where)
+        dst.write(chunk)
+        done += len(chunk)
+    if done != count:
+        raise LegacyFormatError(f"archive ends {count - done} bytes into a member", source=where)
+
+
+def _fileno(f: Any) -> int | None:
+    try:
+        fd = f.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return None
+    return fd if isinstance(fd, int) else None
 
 
 def write_plain_archive(members: Iterable[tuple[Member, int, bytes]]) -> bytes:
@@ -123,26 +348,14 @@ def write_plain_archive(members: Iterable[tuple[Member, int, bytes]]) -> bytes:
 
 
 def write_archive(members: Iterable[tuple[Member | str, bytes]], *, deflate: Collection[str] = ()) -> bytes:
-    """Write members, in order, as torch does: stored, 64-byte aligned data, ``FB`` padding.
+    """Write members, in order, as torch does (see :class:`ArchiveWriter`), into bytes.
 
     Members named in ``deflate`` are compressed instead (torch's reader inflates them; they
     cannot be memory-mapped, so only small text members such as ``model.json`` qualify).
     """
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as zout:
+    with ArchiveWriter(out) as w:
         for member, data in members:
-            if isinstance(member, Member):
-                info = zipfile.ZipInfo(member.name, date_time=member.date_time)
-                info.external_attr = member.external_attr
-            else:
-                info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED
-            name = info.filename.encode("utf-8")
-            # A zip64 local header needs a 20-byte extra field when the member is large.
-            zip64 = 20 if len(data) >= 0xFFFFFFFF else 0
-            pad = (-(out.tell() + _LOCAL_HEADER + len(name) + zip64 + 4)) % ALIGN
-            info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
-            if info.filename in deflate:
-                info.compress_type = zipfile.ZIP_DEFLATED
-            zout.writestr(info, data)
+            name = member.name if isinstance(member, Member) else member
+            w.add(member, data, deflate=name in deflate)
     return out.getvalue()

@@ -26,13 +26,15 @@ graph's nodes as ``<node>/<graph>/<name>``), so ``tracepack trace`` works on it.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import IO, Any
 
 from tracepack.document import Document
 from tracepack.errors import LegacyFormatError, UsageError
-from tracepack.io.zip import Archive, Member, open_archive
+from tracepack.io.zip import Archive, ArchiveWriter, Member, open_archive, open_archive_file
 from tracepack.torch.export import layouts
 
 __all__ = [
@@ -42,10 +44,12 @@ __all__ = [
     "is_packed",
     "merge_into",
     "pack_pt2",
+    "pack_pt2_file",
     "read_program",
     "replace_program",
     "split_program",
     "unpack_pt2",
+    "unpack_pt2_file",
 ]
 
 #: Folder (below the archive's top folder) of the tracepack members: one ``<model>.tpk`` per program.
@@ -246,29 +250,74 @@ def merge_into(program: Any, doc: Document, *, source: str) -> Any:
 # -- archives ----------------------------------------------------------------------------------
 
 
+def _write_packed(archive: Archive, out: IO[bytes], *, keep: Sequence[str], strip: bool) -> None:
+    """Write the packed copy of ``archive`` to ``out``: programs rewritten, every other member copied.
+
+    A torch-aligned archive (torch 2.8+, the one that holds large weights) is written as a stream,
+    weights copied raw and never held in memory; a flat one (torch 2.1-2.7) in its own layout.
+    """
+    programs = _check_pt2(archive)
+    if is_packed(archive):
+        raise UsageError("the archive is already packed", where=archive.source)
+    replace: dict[str, bytes] = {}
+    extra: dict[str, tuple[str, bytes]] = {}
+    for member, model in programs:
+        stripped, tpk = pack_program(
+            archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{archive.source}:{member}", keep=keep, strip=strip
+        )
+        replace[member] = stripped
+        extra[member] = (_tpk_name(archive, model), tpk)
+    if not archive.torch_aligned():
+        members: list[tuple[Member | str, bytes]] = []
+        for m in archive.members:
+            members.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
+            if m.name in extra:
+                members.append(extra[m.name])
+        out.write(layouts.rewrite(archive, members, deflate=set(replace)))
+        return
+    with ArchiveWriter(out) as w:
+        for m in archive.members:
+            if m.name in replace:
+                w.add(m, replace[m.name], deflate=True)
+            else:
+                w.copy(archive, m.name, m)  # weights: raw bytes, never whole in memory
+            if m.name in extra:
+                w.add(*extra[m.name])
+
+
 def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = (), strip: bool = False) -> bytes:
     """A packed copy of the ``.pt2`` archive ``data`` (see the module docstring).
 
     The program members (``models/*.json``) are stored deflated: torch's reader inflates them.
+    :func:`pack_pt2_file` does the same from file to file, streaming the weights.
     """
+    out = io.BytesIO()
     with open_archive(data, source=source) as archive:
-        programs = _check_pt2(archive)
-        if is_packed(archive):
-            raise UsageError("the archive is already packed", where=source)
-        replace: dict[str, bytes] = {}
-        extra: dict[str, tuple[str, bytes]] = {}
-        for member, model in programs:
-            stripped, tpk = pack_program(
-                archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{source}:{member}", keep=keep, strip=strip
-            )
-            replace[member] = stripped
-            extra[member] = (_tpk_name(archive, model), tpk)
-        out: list[tuple[Member | str, bytes]] = []
-        for m in archive.members:
-            out.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
-            if m.name in extra:
-                out.append(extra[m.name])
-        return layouts.rewrite(archive, out, deflate=set(replace))
+        _write_packed(archive, out, keep=keep, strip=strip)
+    return out.getvalue()
+
+
+def pack_pt2_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    keep: Sequence[str] = (),
+    strip: bool = False,
+    overwrite: bool = True,
+    source: str | None = None,
+) -> tuple[int, int]:
+    """:func:`pack_pt2` from file to file, for archives of any size; returns (input, output) bytes.
+
+    Weight members are copied as raw bytes (by the kernel where it can), never read into memory:
+    peak memory follows the program (model.json), not the weights. The output is written
+    atomically (:func:`tracepack.io.files.atomic_output`).
+    """
+    from tracepack.io.files import atomic_output
+
+    with open_archive_file(src, source=source) as archive, atomic_output(dst, overwrite=overwrite) as f:
+        _write_packed(archive, f, keep=keep, strip=strip)
+        size = f.tell()
+    return os.stat(src).st_size, size
 
 
 def _merged_programs(archive: Archive) -> dict[str, bytes]:
@@ -289,20 +338,48 @@ def _merged_programs(archive: Archive) -> dict[str, bytes]:
     return out
 
 
-def unpack_pt2(data: bytes, *, source: str) -> bytes:
-    """The archive ``pack_pt2`` was given back: every program's metadata merged, members removed."""
-    with open_archive(data, source=source) as archive:
-        if not is_packed(archive):
-            _check_pt2(archive)
-            raise UsageError("the archive is not packed (no tracepack member)", where=source)
-        merged = _merged_programs(archive)
-        drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
-        out: list[tuple[Member | str, bytes]] = [
+def _write_unpacked(archive: Archive, out: IO[bytes]) -> None:
+    if not is_packed(archive):
+        _check_pt2(archive)
+        raise UsageError("the archive is not packed (no tracepack member)", where=archive.source)
+    merged = _merged_programs(archive)
+    drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
+    if not archive.torch_aligned():
+        members: list[tuple[Member | str, bytes]] = [
             (m, merged[m.name] if m.name in merged else archive.read(m.name))
             for m in archive.members
             if m.name not in drop
         ]
-        return layouts.rewrite(archive, out)
+        out.write(layouts.rewrite(archive, members))
+        return
+    with ArchiveWriter(out) as w:
+        for m in archive.members:
+            if m.name in drop:
+                continue
+            if m.name in merged:
+                w.add(m, merged[m.name])
+            else:
+                w.copy(archive, m.name, m)
+
+
+def unpack_pt2(data: bytes, *, source: str) -> bytes:
+    """The archive ``pack_pt2`` was given back: every program's metadata merged, members removed."""
+    out = io.BytesIO()
+    with open_archive(data, source=source) as archive:
+        _write_unpacked(archive, out)
+    return out.getvalue()
+
+
+def unpack_pt2_file(
+    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool = True, source: str | None = None
+) -> tuple[int, int]:
+    """:func:`unpack_pt2` from file to file, streaming the weights; returns (input, output) bytes."""
+    from tracepack.io.files import atomic_output
+
+    with open_archive_file(src, source=source) as archive, atomic_output(dst, overwrite=overwrite) as f:
+        _write_unpacked(archive, f)
+        size = f.tell()
+    return os.stat(src).st_size, size
 
 
 def read_program(archive: Archive) -> tuple[str, bytes]:

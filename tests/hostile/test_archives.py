@@ -1,0 +1,97 @@
+"""Archives of any size and any damage: streamed copies, zip bombs, corrupt members."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tracepack.errors import LegacyFormatError
+from tracepack.io import limits
+from tracepack.io.zip import ArchiveWriter, open_archive, open_archive_file
+from tracepack.torch import pt2
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "src/tracepack/data/sample/tiny_transformer.pt2"
+
+
+def test_streamed_pack_and_unpack_equal_the_in_memory_ones(tmp_path: Path) -> None:
+    data = SAMPLE.read_bytes()
+    packed = tmp_path / "packed.pt2"
+    size_in, size_out = pt2.pack_pt2_file(SAMPLE, packed)
+    assert (size_in, size_out) == (len(data), packed.stat().st_size)
+    assert packed.read_bytes() == pt2.pack_pt2(data, source="x.pt2")
+    back = tmp_path / "back.pt2"
+    pt2.unpack_pt2_file(packed, back)
+    assert back.read_bytes() == pt2.unpack_pt2(packed.read_bytes(), source="p.pt2")
+    with zipfile.ZipFile(back) as z, zipfile.ZipFile(SAMPLE) as orig:
+        assert z.namelist() == orig.namelist()
+        for name in orig.namelist():
+            assert z.read(name) == orig.read(name), name  # zipfile checks every CRC too
+            info = z.getinfo(name)
+            if info.compress_type == zipfile.ZIP_STORED:
+                offset = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+                assert offset % 64 == 0, name  # torch's alignment, kept for memory mapping
+
+
+def test_a_raw_copy_keeps_the_source_crc_and_alignment() -> None:
+    src = io.BytesIO()
+    with zipfile.ZipFile(src, "w") as z:
+        z.writestr("a/data/0", b"\x01" * 100_000)
+        z.writestr("a/data/1", b"")
+    out = io.BytesIO()
+    with open_archive(src.getvalue(), source="s.zip") as archive, ArchiveWriter(out) as w:
+        for m in archive.members:
+            w.copy(archive, m.name, m)
+    with zipfile.ZipFile(out) as z:
+        assert z.testzip() is None
+        assert z.read("a/data/0") == b"\x01" * 100_000
+
+
+def _bomb(method: int, size: int) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=method) as z:
+        z.writestr("top/data/0", bytes(size))
+        z.writestr("top/archive_format", b"pt2")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_zip_bomb_is_refused_before_it_expands(method: int) -> None:
+    data = _bomb(method, 80 << 20)  # 80 MiB of zeros in a few KiB
+    assert len(data) < 200_000
+    with open_archive(data, source="bomb.pt2") as archive:
+        with pytest.raises(LegacyFormatError, match="zip bomb"):
+            archive.read("top/data/0")
+        with pytest.raises(LegacyFormatError, match="zip bomb"):
+            archive.open_member("top/data/0")
+        with limits.raised(max_ratio=1 << 20):
+            assert len(archive.read("top/data/0")) == 80 << 20
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_corrupt_compressed_member_is_one_line(method: int) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=method) as z:
+        z.writestr("top/data/0", bytes(range(256)) * 64)
+    data = bytearray(buf.getvalue())
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("top/data/0")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for i in range(start + 2, start + info.compress_size - 2, 7):
+        data[i] ^= 0x5A
+    with open_archive(bytes(data), source="bad.pt") as archive, pytest.raises(LegacyFormatError) as err:
+        archive.read("top/data/0")
+    assert "bad.pt:top/data/0" in str(err.value)
+
+
+def test_an_archive_file_that_is_not_regular_is_refused(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "in.pt2"
+    os.mkfifo(fifo)
+    from tracepack.errors import UsageError
+
+    with pytest.raises(UsageError, match="FIFO"):
+        open_archive_file(fifo)
