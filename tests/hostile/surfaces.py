@@ -159,7 +159,9 @@ def _archive(data: bytes, folder: Path) -> str:
     if data[:2] != b"PK":
         return outcome
     refused, packed = _refused(lambda: pt2.pack_pt2(data, source="m.pt2"))
-    if not refused:
+    if refused:
+        outcome = "refused"
+    else:
         unpacked = pt2.unpack_pt2(packed, source="packed.pt2")  # our own output must read back
         with zipfile.ZipFile(io.BytesIO(unpacked)) as z, zipfile.ZipFile(io.BytesIO(data)) as orig:
             if z.namelist() != orig.namelist():

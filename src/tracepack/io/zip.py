@@ -256,6 +256,18 @@ class ArchiveWriter:
             info.compress_type = zipfile.ZIP_DEFLATED
         self._zip.writestr(info, data)
 
+    def add_stream(self, member: Member | str, size: int, source: IO[bytes]) -> None:
+        """Store ``size`` bytes read from ``source`` as a member, a chunk at a time."""
+        info, zip64 = self._info(member, size)
+        with self._zip.open(info, "w", force_zip64=zip64) as dest:
+            left = size
+            while left:
+                chunk = source.read(min(_CHUNK, left))
+                if not chunk:
+                    raise LegacyFormatError(f"the source ended {left} bytes early", source=info.filename)
+                dest.write(chunk)
+                left -= len(chunk)
+
     def copy(self, archive: Archive, name: str, member: Member | None = None) -> None:
         """Copy member ``name`` of ``archive`` (under ``member``'s name and attributes, if given)."""
         src = archive.info(name)

@@ -425,6 +425,9 @@ class _Importer:
     def _node(self, n: Any, prefix: str) -> None:
         b = self.b
         i = len(self.raw_nodes)
+        if type(n) is not dict:  # torch's schema has objects only; [null] would come back as [{}]
+            where = f"$.graph_module.graph.nodes[{i}]" if not prefix else f"graph {prefix.rstrip('/')!r}, node {i}"
+            raise LegacyFormatError(f"a node is {json.dumps(n)[:40]}", where=where, expected="a JSON object")
         self.raw_nodes.append(n)
         self.prefixes.append(prefix)
         if type(n) is dict and list(n) == self.keys and _plain_node(n, self.input_keys):
