@@ -149,7 +149,7 @@ def test_ratio_budget_refuses_a_frame_that_claims_too_much() -> None:
 
 def test_limits_are_positive_integers() -> None:
     with pytest.raises(ValueError, match="positive integer"):
-        limits.Limits(max_rendered=0)
+        limits.Limits(max_ratio=0)
     with pytest.raises(TypeError), limits.raised(no_such_budget=1):
         pass
     assert limits.current() == limits.DEFAULT

@@ -27,8 +27,6 @@ ratio_floor               64 MiB         output below this size is never refused
 max_pickle_objects        10,000,000     objects a data-only pickle builds, every memo reuse of a list,
                                          tuple or dict counted again with its items (what a caller
                                          walking the result would visit)
-max_rendered              256 MiB        characters of text rendered from shared table rows: one
-                                         ``trace``/``expand`` answer, one expanded provenance string
 max_input                 16 GiB         bytes of one input file read into memory
 ========================  =============  ==============================================================
 
@@ -58,7 +56,6 @@ class Limits:
     max_ratio: int = 1000
     ratio_floor: int = 64 << 20
     max_pickle_objects: int = 10_000_000
-    max_rendered: int = 256 << 20
     max_input: int = 16 << 30
 
     def __post_init__(self) -> None:
