@@ -33,6 +33,14 @@ def _read(path: str) -> bytes:
         raise InputError(f"cannot read: {exc.strerror}", source=path) from None
 
 
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+
+
 def _lazy_or_none(path: str, data: bytes) -> Any:
     from tracepack.container import MAGIC, read_header
 
@@ -50,10 +58,10 @@ def open_artifact(path: str, *, methods: list[str] | None = None) -> list[Symbol
     """One symbolicator per method (ExecuTorch) or one for the whole artifact."""
     from tracepack.formats import read_document
 
-    data = _read(path)
-    lazy = _lazy_or_none(path, data)
+    lazy = _lazy_or_none(path, _head(path))  # a lazily readable .tpk is never read whole
     if lazy is not None:
         return [Symbolicator(lazy, source=path)]
+    data = _read(path)
     if data[:4] == b"PK\x03\x04":
         from tracepack.io.zip import open_archive
 
