@@ -95,3 +95,23 @@ def test_an_archive_file_that_is_not_regular_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="FIFO"):
         open_archive_file(fifo)
+
+
+def test_convert_and_pack_of_a_big_archive_never_hold_the_weights(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from benchmarks.bench_hostile import _big_pt2
+    from tracepack.cli import main
+
+    src = tmp_path / "big.pt2"
+    _big_pt2(src, 96 << 20)  # the sample plus a 96 MiB stored weight member
+    tracemalloc.start()
+    try:
+        assert main(["convert", str(src), str(tmp_path / "big.tpk")]) == 0
+        assert main(["pack", str(src), str(tmp_path / "packed.pt2")]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 << 20  # the program and its document, not the 96 MiB member
+    with zipfile.ZipFile(tmp_path / "packed.pt2") as z:
+        assert z.getinfo(f"{z.namelist()[0].split('/')[0]}/data/weights_big").file_size == 96 << 20

@@ -156,7 +156,21 @@ def load_any(path: str, *, zstd_dict: zstandard.ZstdCompressionDict | None = Non
     """Read any file tracepack reads (a .tpk, a torch.export model.json or .pt2, TorchScript) as a Document."""
     from tracepack.formats import read_document
 
-    return read_document(read(path), source=display(path), zstd_dict=zstd_dict)
+    doc = load_archive_file(path)
+    return doc if doc is not None else read_document(read(path), source=display(path), zstd_dict=zstd_dict)
+
+
+def load_archive_file(path: str) -> Any:
+    """A zip archive file (.pt2, TorchScript) of any size as a Document, read member by member
+    (weights never); None when ``path`` is not a zip file (or is standard input)."""
+    if path == STDIO:
+        return None
+    from tracepack.io.files import peek
+
+    if peek(path, 4) != b"PK\x03\x04":
+        return None
+    archives = optional("tracepack.torch.archives")
+    return None if archives is None else archives.import_archive_file(path, source=display(path))
 
 
 def optional(module: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tracepack.cli._common import (
     check_output,
     display,
     load_any,
+    load_archive_file,
     optional,
     parse_version,
     print_json,
@@ -72,11 +74,14 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
 
     with Stages(display(src), 4) as stages:
         stages.step("reading")
-        raw = read(src)
+        doc = load_archive_file(src)  # a .pt2 / .pt of any size: member by member, never its weights
+        raw = b"" if doc is not None else read(src)
+        input_bytes = os.stat(src).st_size if doc is not None else len(raw)
         is_tpk = raw[: len(MAGIC)] == MAGIC
         zdict = None if args.zstd_dict == "none" else zstd_dict(args.zstd_dict)
         stages.step("decoding")
-        doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
+        if doc is None:
+            doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
         torch_input = not is_tpk
         if torch_input and args.zstd_dict is None and args.compression == "zstd":
             zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
@@ -97,7 +102,7 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
-    info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": len(raw), "nodes": len(doc)}
+    info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": input_bytes, "nodes": len(doc)}
     info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
     if not args.json:
         report(dst, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})", info, as_json=False)

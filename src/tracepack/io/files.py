@@ -38,7 +38,7 @@ from typing import BinaryIO, Final
 from tracepack.errors import InputError, UsageError
 from tracepack.io import limits
 
-__all__ = ["atomic_output", "check_destination", "kind_of", "read_input", "write_atomic"]
+__all__ = ["atomic_output", "check_destination", "kind_of", "peek", "read_input", "write_atomic"]
 
 _O_TMPFILE: Final = getattr(os, "O_TMPFILE", 0)
 
@@ -71,7 +71,14 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
     name = os.fspath(path)
     cap = limits.current().max_input if max_size is None else max_size
     if name == "-" and dash_is_stdin:
-        data = sys.stdin.buffer.read(cap + 1)
+        parts, got = [], 0
+        while got <= cap:  # in chunks: read(cap + 1) would allocate the whole budget up front
+            chunk = sys.stdin.buffer.read(min(1 << 24, cap + 1 - got))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        data = b"".join(parts)
         if len(data) > cap:
             raise InputError(
                 f"standard input is larger than {cap} bytes",
@@ -101,7 +108,16 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(cap + 1)
+            # Ask for the size the file has (read(n) allocates n up front), then one byte more to
+            # notice a file that grew meanwhile.
+            data = f.read(st.st_size + 1)
+            if len(data) > st.st_size:  # it grew: go on a chunk at a time, up to the budget
+                parts = [data]
+                got = len(data)
+                while got <= cap and (chunk := f.read(min(1 << 24, cap + 1 - got))):
+                    parts.append(chunk)
+                    got += len(chunk)
+                data = b"".join(parts)
     except OSError as exc:
         raise UsageError(f"cannot open: {_os_problem(exc)}", source=name) from None
     finally:
@@ -109,6 +125,20 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
     if len(data) > cap:  # grew while we read it
         raise InputError(f"file is larger than the {cap}-byte input limit", source=name)
     return data
+
+
+def peek(path: str | os.PathLike[str], size: int) -> bytes:
+    """The first ``size`` bytes of a regular file; ``b""`` for anything else (let the reader refuse it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def check_destination(path: str | os.PathLike[str], *, overwrite: bool = True, replace_special: bool = False) -> None:

@@ -88,6 +88,25 @@ def archive_kind(archive: Archive) -> str:
     )
 
 
+def import_archive_file(path: str | os.PathLike[str], *, source: str | None = None) -> Document:
+    """:func:`import_archive` of the file at ``path`` without reading it into memory: only the
+    members that hold the program or debug info are read (weights never are)."""
+    from tracepack.io.zip import open_archive_file
+
+    name = source or os.fspath(path)
+    with open_archive_file(path, source=name) as archive:
+        if "ETRECORD_V0" not in archive.names():
+            if archive_kind(archive) == "pt2":
+                from tracepack.torch import pt2
+
+                member, model_json = pt2.read_program(archive)
+                return export_json.import_model_json(model_json, source=f"{name}:{member}")
+            return import_torchscript(archive)
+    from tracepack.io.files import read_input
+
+    return import_archive(name, read_input(path))  # an ETRecord: small, read whole
+
+
 def import_archive(path: str, data: bytes) -> Document:
     """Read a ``.pt2`` or TorchScript archive (the bytes of the file at ``path``) into a Document."""
     with open_archive(data, source=path) as archive:
