@@ -10,7 +10,8 @@ Figures:
 * (a) open a ``.tpk`` + render one node's stack trace, against a full decode of the same
   file (``tracepack.load``); target >= 100x faster;
 * (b) memory held by a lazy open, against the file size: traced Python allocations
-  (tracemalloc) and the process's RSS growth, both stated; target <= 1x of the file;
+  (tracemalloc) and the process's RSS growth, both stated; target <= 1.05x of the file (the
+  reader holds one verified private copy of the file, so that it cannot change under it);
 * (c) a full decode through FlatBuffers, against MessagePack (no target: FlatBuffers trades
   decode-everything speed for lazy access);
 * (d) the verifier: what ``tracepack.open`` checks up front, and a checked node lookup, against
@@ -151,9 +152,9 @@ def run(report: Report) -> None:
                 peak,
                 fb_size,
                 "B",
-                target=1.0,
+                target=1.05,
                 higher_is_better=False,
-                note="tracemalloc peak (the mapping itself is page cache, not Python heap)",
+                note="tracemalloc peak: the verified private snapshot of the file (no SIGBUS, issue 12) + the answer",
             )
         )
         report.add(
@@ -163,9 +164,9 @@ def run(report: Report) -> None:
                 max(rss, 0),
                 fb_size,
                 "B",
-                target=1.0,
+                target=1.05,
                 higher_is_better=False,
-                note="pages mapped by touches; the kernel maps whole page-cache folios (up to 2 MB) per touch",
+                note="the file once, in private memory: a snapshot cannot change (or SIGBUS) under the reader",
             )
         )
 

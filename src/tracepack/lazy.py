@@ -44,8 +44,7 @@ asked for, so a damaged index can at worst miss, never return a different node.
 
 from __future__ import annotations
 
-import contextlib
-import mmap
+import builtins
 import os
 import struct
 import zlib
@@ -228,7 +227,7 @@ class LazyDocument(ModuleRendering):
         # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
         # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
         self._prov: _Provenance | None = None
-        self._mm: mmap.mmap | None = None
+        self._mm: bytes | None = None
         self._closed = False
         try:
             self._open(checksum)
@@ -402,11 +401,7 @@ class LazyDocument(ModuleRendering):
         r = getattr(self, "_r", None)
         if r is not None:
             r.release()
-        mm = getattr(self, "_mm", None)
-        if mm is not None:
-            with contextlib.suppress(BufferError):  # a caller still holds a column view: unmapped with it
-                mm.close()
-            self._mm = None
+        self._mm = None  # the snapshot goes with the last view a caller may still hold
 
     def __enter__(self) -> LazyDocument:
         return self
@@ -1020,13 +1015,13 @@ class LazyNode:
         return f"<node {self.name} = {self.target}>"
 
 
-def _snapshot(path: str) -> mmap.mmap:
+def _snapshot(path: str) -> bytes:
     """The whole file, read into private anonymous memory.
 
     Why not map the file itself: a file truncated (or rewritten shorter) while it is mapped turns
     the next access to a lost page into SIGBUS, which kills the process. A private copy cannot
-    change under the reader, costs one read at memory speed (the CRC pass reads every byte
-    anyway) and lives outside Python's heap (an anonymous map, released by :meth:`close`).
+    change under the reader and costs one read at memory speed (the CRC pass reads every byte
+    anyway); it is an immutable ``bytes``, released with the last view on :meth:`close`.
     Only a regular file is read: a FIFO or device is refused before anything blocks.
     """
     import stat
@@ -1042,28 +1037,19 @@ def _snapshot(path: str) -> mmap.mmap:
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"is {kind_of(st.st_mode)}, not a regular file", source=path, expected="a .tpk file")
         size = st.st_size
-        mm = mmap.mmap(-1, max(size, 1))
-        view = memoryview(mm)
-        got = 0
-        try:
-            while got < size:
-                n = os.readv(fd, [view[got:size]])
-                if n <= 0:
-                    break
-                got += n
-        finally:
-            view.release()
-        if got != size:
-            mm.close()
+        os.set_blocking(fd, True)
+        with builtins.open(fd, "rb", closefd=False) as f:
+            data = f.read(size + 1)  # one more: a file that grew since fstat is refused, not cut
+        if len(data) != size:
             raise ContainerError(
-                f"the file changed while it was read: {got} of {size} bytes", source=path, where=f"byte {got}"
+                f"the file changed while it was read: {len(data)} bytes, {size} expected",
+                source=path,
+                where=f"byte {min(len(data), size)}",
             )
         if size < HEADER_SIZE:
-            head = bytes(mm[:size])
-            mm.close()
-            read_header(head, source=path)  # raises the ContainerError that says what is wrong
+            read_header(data, source=path)  # raises the ContainerError that says what is wrong
             raise AssertionError("unreachable: a short header always raises")  # pragma: no cover
-        return mm
+        return data
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
     finally:
