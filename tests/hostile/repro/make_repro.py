@@ -47,6 +47,9 @@ def _model_json_variant(change: str) -> bytes:
         node["name"] = node["name"] + "\ud800"
     elif change == "null-node":
         obj["graph_module"]["graph"]["nodes"] = [None]
+    elif change == "int-over-64-bits":
+        values = obj["graph_module"]["graph"]["tensor_values"]
+        values[next(iter(values))]["dtype"] = 2**70
     elif change == "layout-dict":
         values = obj["graph_module"]["graph"]["tensor_values"]
         first = next(iter(values))
@@ -86,6 +89,7 @@ def files() -> dict[str, bytes]:
         "schema--toml-4301-digit-integer.toml": b"a = " + b"9" * 4301 + b"\n",
         "model_json--lone-surrogate.json": _model_json_variant("surrogate"),
         "model_json--nodes-null.json": _model_json_variant("null-node"),
+        "model_json--int-over-64-bits.json": _model_json_variant("int-over-64-bits"),
         "archive--bzip2-zip-bomb.pt2": _bzip2_bomb(),
     }
 

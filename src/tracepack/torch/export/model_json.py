@@ -62,6 +62,28 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+_I64 = (-(2**63), 2**63 - 1)
+
+
+def _check_int_range(raw: bytes, source: str) -> None:
+    """Refuse a JSON integer outside 64 bits (torch's schema has int64 only; no codec could store it)."""
+
+    def parse_int(text: str) -> int:
+        value = int(text)
+        if not _I64[0] <= value <= _I64[1]:
+            at = raw.find(text.encode("ascii"))
+            raise LegacyFormatError(
+                f"integer {text[:30]}{'...' if len(text) > 30 else ''} does not fit in 64 bits",
+                source=source,
+                where=f"byte {max(at, 0)}",
+                expected="a 64-bit integer",
+            )
+        return value
+
+    json.loads(raw, parse_int=parse_int)
+
+
 def _check_exact_text(data: bytes | str, obj: Any, source: str) -> None:
     """Refuse what could not come back byte for byte: text torch's ``json.dumps`` would not write,
     and strings with lone UTF-16 surrogates (``"\\ud800"``: valid JSON, but no UTF-8 holds it)."""
@@ -75,6 +97,8 @@ def _check_exact_text(data: bytes | str, obj: Any, source: str) -> None:
             where=f"byte {at}",
             expected=f"{canon[at : at + 24]!r} (tracepack gives model.json back byte for byte; re-save it with torch)",
         )
+    if _LONG_NUMBER.search(raw) is not None:
+        _check_int_range(raw, source)
     if _SURROGATE_ESCAPE.search(raw) is None:
         return
     try:
