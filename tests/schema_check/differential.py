@@ -279,6 +279,8 @@ def port(v: Any, a: Schema, b: Schema, identity: Identity) -> Any:
 
 _ROWS = 3
 _STRINGS = ["", "a", "b", "c"]
+#: Seed 3's string table: past 2**16, so references need more than a u16 (narrowing them shows).
+_MANY_STRINGS = ["", *(f"s{i}" for i in range(1, 2**16 + 2))]
 
 
 @dataclass
@@ -290,6 +292,8 @@ class _Sampler:
     allowed: Callable[[str, str], bool]
     #: Integer ranges narrower than a field's type, by ``id()`` of the field.
     limits: dict[int, tuple[int, int]]
+    #: Whether seed 3 has a string table past 2**16 (references that need more than a u16).
+    big: bool = False
 
     def scalar(self, f: Field | None, t: TypeRef, k: int) -> Any:
         """Value number ``k`` (0: the default, or a plain value) of a scalar type."""
@@ -313,24 +317,33 @@ class _Sampler:
             return [0.5, float("nan"), float("-inf"), 1.5, -0.0, 65504.0][k % 6]
         return [0.1, float("nan"), float("-inf"), 1.5, -0.0, 3e300][k % 6]
 
+    @property
+    def strings(self) -> list[str]:
+        return _MANY_STRINGS if self.seed == 3 and self.big else _STRINGS
+
     def ref(self, f: Field, k: int, n: int, own: bool) -> int:
         null = f.null if f.null is not None else 0
         if null < 0 and k % 3 == 2:
             return null
         if own and not f.trie:
             return (n - 1 - k) % n
-        return max(0, k - 1) if f.trie else k % n
+        if f.trie:
+            return max(0, k - 1)
+        value = n - 1 - k % 3 if n > _ROWS + len(_STRINGS) else k % n
+        return min(value, self.limits.get(id(f), (0, value))[1])
 
     def value(self, f: Field | None, t: TypeRef, depth: int, k: int) -> Any:
         if t.kind == "struct":
-            return self.struct(self.schema.structs[t.name], depth + 1)
+            return self.struct(self.schema.structs[t.name], depth + 1, k)
         if t.kind == "union":
             u = self.schema.unions[t.name]
             variants = [v for v in u.variants if self.allowed(u.name, v.name)]
             v = variants[k % len(variants)]
             if depth > 8:  # a recursive schema: end with the variant of fewest fields
                 v = min(variants, key=lambda v: len(self.schema.structs[v.type].fields))
-            return self.struct(self.schema.structs[v.type], depth + 1)
+            # The variant's own fields take the other digits of k, and 7 * seed: across the four seeds
+            # each field of each variant gets each of k % 4 (its default, and three other values).
+            return self.struct(self.schema.structs[v.type], depth + 1, k // len(variants) + 7 * self.seed)
         if t.kind == "list":
             assert t.item is not None
             if depth > 8:
@@ -341,25 +354,27 @@ class _Sampler:
             return [self.value(f, t.item, depth, k + i) for i in range(n)]
         return self.scalar(f, t, k)
 
-    def struct(self, s: Struct, depth: int) -> Any:
+    def struct(self, s: Struct, depth: int, k0: int) -> Any:
         cls = getattr(self.g.model, s.name)
         if s.table:
             return cls(*[self.column(s, f) for f in s.fields])
         args = []
         for f in s.fields:
-            k = self.seed + f.id + depth
+            k = f.id + depth + k0  # k0 holds the seed, and which item of a list this is
             if f.optional and (k % 4 == 0 or depth > 8):
                 args.append(None)
             elif f.deprecated:
                 args.append(_zero(f, f.type, self))
+            elif f.ref is not None and k % 4 == 0 and f.has_default:
+                args.append(_default(f, self.g, self.schema))
             elif f.ref is not None:
                 n = self.sizes[f.ref]
                 if f.type.kind == "list":
                     args.append([self.ref(f, k + i, n, False) for i in range(3)])
                 else:
                     args.append(self.ref(f, k, n, False))
-            elif depth > 8 and f.type.kind == "list":
-                args.append([])
+            elif f.type.kind == "list" and (depth > 8 or k % 4 == 0):
+                args.append([])  # empty: what writers that omit defaults leave out
             else:
                 args.append(self.value(f, f.type, depth, k))
         return cls(*args)
@@ -388,7 +403,8 @@ class _Sampler:
     @property
     def sizes(self) -> dict[str, int]:
         return {
-            name: (len(_STRINGS) if t.type.kind == "list" else _ROWS) for name, t in self.schema.ref_targets().items()
+            name: (len(self.strings) if t.type.kind == "list" else _ROWS)
+            for name, t in self.schema.ref_targets().items()
         }
 
     def root(self) -> Any:
@@ -397,7 +413,7 @@ class _Sampler:
         args = []
         for f in s.fields:
             if f.name in targets and f.type.kind == "list":
-                args.append(list(_STRINGS))
+                args.append(list(self.strings))
             elif f.ref is not None:
                 args.append(self.ref(f, self.seed + f.id, self.sizes[f.ref], False))
             elif f.optional and (self.seed + f.id) % 4 == 0 and f.name not in targets:
@@ -428,7 +444,7 @@ def _zero_of(t: TypeRef, s: _Sampler) -> Any:
     return s.value(None, t, 9, 0)
 
 
-_SAMPLES: dict[tuple[str, int], Any] = {}
+_SAMPLES: dict[tuple[str, int, bool], Any] = {}
 
 
 def sample(
@@ -436,15 +452,17 @@ def sample(
     seed: int,
     allowed: Callable[[str, str], bool] | None = None,
     limits: dict[int, tuple[int, int]] | None = None,
+    *,
+    big: bool = False,
 ) -> Any:
     """A valid document of ``schema`` (see the module doc), varied by ``seed``."""
     if allowed is None and not limits:
-        key = (_key(schema), seed)
+        key = (_key(schema), seed, big)
         if key not in _SAMPLES:
-            _SAMPLES[key] = sample(schema, seed, lambda t, m: True)
+            _SAMPLES[key] = sample(schema, seed, lambda t, m: True, big=big)
         return _SAMPLES[key]
     g = generated(schema)
-    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}).root()
+    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}, big).root()
     g.validate(raw)
     return raw
 
@@ -512,10 +530,17 @@ def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Ou
     breaks = dict.fromkeys(CODECS, False)
     why: dict[str, str] = {}
     reads: list[tuple[str, Schema, Generated, Schema, Generated, Any, Identity]] = []
+    # References need a string table past 2**16 only where a reference field is narrower than a u32.
+    big = any(
+        f.ref is not None and (f.type.item or f.type).name in ("u8", "u16", "i8", "i16")
+        for schema in (old, new)
+        for s in schema.structs.values()
+        for f in s.fields
+    )
     for seed in SEEDS:
-        reads.append(("old file, new reader", old, go, new, gn, sample(old, seed), identity))
+        reads.append(("old file, new reader", old, go, new, gn, sample(old, seed, big=big), identity))
         try:
-            newer = sample(new, seed, _counterparts(old, new, identity), _old_ranges(old, new, identity))
+            newer = sample(new, seed, _counterparts(old, new, identity), _old_ranges(old, new, identity), big=big)
         except (IndexError, ZeroDivisionError):
             continue  # every value of some enum or union is new: nothing an older reader could read
         reads.append(("new file, old reader", new, gn, old, go, newer, identity.inverse()))

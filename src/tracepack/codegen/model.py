@@ -325,8 +325,12 @@ def build_model(raw: RawSchema, *, source: str, text: str = "", sha256: str = ""
             ids[rvar.id] = vname
             if names.get(rvar.type) != "struct":
                 p.add(where, f"variant type {rvar.type!r} is not a struct")
-            elif "kind" in raw.structs[rvar.type].fields:
-                p.add(where, f"struct {rvar.type} has a field `kind`, which the JSON codec uses as the union tag")
+            elif {"kind", "type"} & set(raw.structs[rvar.type].fields):
+                p.add(
+                    where,
+                    f"struct {rvar.type} has a field `kind` or `type`, the names msgspec keeps for a variant's tag "
+                    "(JSON writes it as `kind`)",
+                )
             elif rvar.type in variant_of:
                 p.add(where, f"struct {rvar.type} is already a variant of {variant_of[rvar.type][0]}")
             else:
@@ -464,6 +468,8 @@ def _check_tables(schema: Schema, p: _Problems) -> None:
                 p.add(where, "sparse and pool are for list columns")
             if f.sparse and not f.has_default:
                 p.add(where, "a sparse column needs default = []")
+            if s.table and f.deprecated and f.type.kind == "list" and not (f.sparse or f.pool):
+                p.add(where, "a deprecated column must be sparse: deprecated fields are not written, so it is empty")
             if f.ref is not None:
                 if f.ref not in targets:
                     p.add(where, f"ref {f.ref!r} is not a string table or table field of {schema.root}")

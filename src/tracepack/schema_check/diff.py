@@ -71,11 +71,10 @@ def is_promotion(old: TypeRef, new: TypeRef) -> bool:
     """Whether ``new`` holds every value of ``old`` in every codec that writes numbers as numbers.
 
     Integers widen (``u8`` -> ``u16`` -> ``u32`` -> ``u64``, ``i8`` -> ... -> ``i64``, and an
-    unsigned type to any signed type whose range covers it), ``f32`` widens to ``f64``, and an
-    integer type becomes a float type that holds every one of its values exactly (``u8``, ``i16``
-    -> ``f32``; up to ``u32``, ``i32`` -> ``f64``, as Avro promotes int to double); lists promote
-    when their items do. ``i64`` and ``u64`` never become floats: above 2**53 they would silently
-    lose precision.
+    unsigned type to any signed type whose range covers it), ``f32`` widens to ``f64``; lists
+    promote when their items do. Integers never become floats: newer writers write every value as
+    a float, which older readers of an integer refuse in every codec (and an ``i64`` above 2**53
+    would lose precision).
     """
     if old.kind == "list" and new.kind == "list":
         assert old.item is not None
@@ -87,14 +86,7 @@ def is_promotion(old: TypeRef, new: TypeRef) -> bool:
         lo, hi = INT_RANGES[old.name]
         nlo, nhi = INT_RANGES[new.name]
         return nlo <= lo and hi <= nhi
-    if old.is_int and new.kind == "scalar" and new.name in _EXACT_INTS:
-        lo, hi = INT_RANGES[old.name]
-        return -_EXACT_INTS[new.name] <= lo and hi <= _EXACT_INTS[new.name]
     return old.kind == new.kind == "scalar" and (old.name, new.name) == ("f32", "f64")
-
-
-#: The largest integer magnitude below which every integer is exact in each float type.
-_EXACT_INTS = {"f32": 2**24, "f64": 2**53}
 
 
 class _Diff:
@@ -301,6 +293,14 @@ class _Diff:
         if (old.variant_of is None) != (new.variant_of is None):
             plain = _plain_uses(self.old, old.name) + _plain_uses(self.new, new.name)
             if plain:
+                # columnar shreds an optional tagged struct like a one-variant union (`#tag`), so an
+                # optional plain use changes its columns too.
+                optional = any(
+                    f.optional and f.type.kind == "struct" and f.type.name in (old.name, new.name)
+                    for schema in (self.old, self.new)
+                    for t in schema.structs.values()
+                    for f in t.fields
+                )
                 became = new.variant_of is not None
                 union = (new.variant_of or old.variant_of or ("?", "?", 0))[0]
                 self.add(
@@ -312,6 +312,7 @@ class _Diff:
                     f"give {union} a new struct for the variant (a copy of {new.name})"
                     if became
                     else f"keep {new.name} a variant of {union} (deprecated)",
+                    codecs=("msgpack", "columnar") if optional else ("msgpack",),
                 )
         if old.table != new.table:
             if new.table:

@@ -109,14 +109,14 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule(
         "STRUCT_BECAME_VARIANT",
         "major",
-        ("msgpack",),
+        ("msgpack", "columnar"),
         "a struct used as a plain field became a union variant: MessagePack writes a variant's id before its "
-        "fields everywhere, so its plain values change layout",
+        "fields everywhere, so its plain values change layout (columnar too where a field holds it optionally)",
     ),
     Rule(
         "STRUCT_NO_LONGER_VARIANT",
         "major",
-        ("msgpack",),
+        ("msgpack", "columnar"),
         "a struct used as a plain field stopped being a union variant: MessagePack stops writing the variant id "
         "before its fields",
     ),
