@@ -72,7 +72,6 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_ID_REUSED": ("forbidden", ALL),
     "FIELD_DEPRECATED_REUSED": ("forbidden", ALL),
     "FIELD_NAME_REUSED": ("forbidden", ALL),
-    "RESERVED_DROPPED": ("forbidden", ()),
     "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers",)),
     "FIELD_TYPE_CHANGED": ("major", ALL),
     # JSON and FlatBuffers omit a value equal to the default; MessagePack (array-like structs) and

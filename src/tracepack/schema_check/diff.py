@@ -811,7 +811,7 @@ def retired_reuse(findings: list[Finding], old: Schema, previous: Schema, new: S
                 f"{f.detail}; {previous.version} has no such {'name' if key == 'name' else 'number'}: "
                 f"it was retired, and {new.version} gives it to something else",
                 f"give `{f.where}` a {'name' if key == 'name' else 'number'} no release has used "
-                "(list retired ones under `reserved`)",
+                "(`check --all` reads every release: none may have used it)",
                 _reuse_codecs(kind, owner, member, old, new, key=key),
             )
         )

@@ -173,13 +173,6 @@ RULES: Final[dict[str, Rule]] = _rules(
         "old files' values under that name (MessagePack and FlatBuffers too when the id is the same)",
     ),
     Rule(
-        "RESERVED_DROPPED",
-        "forbidden",
-        _NONE,
-        "an entry of a `reserved` ledger was dropped: the ledger only grows, so retired names and numbers are "
-        "never used again",
-    ),
-    Rule(
         "FIELD_TYPE_PROMOTED",
         "major",
         _FB,
