@@ -86,7 +86,10 @@ def run(report: Report) -> None:
         # speed drifts, and each command should meet the same conditions.
         cps, runs = [], []
         for i in range(3):
+            # `sync` first: each command starts with no dirty pages of the other to write back.
+            subprocess.run(["sync"], check=False)
             cps.append(_run_measured(["cp", str(src), str(folder / f"cp{i}.pt2")])[0])
+            subprocess.run(["sync"], check=False)
             runs.append(_run_measured([*exe, "pack", str(src), str(folder / f"packed{i}.pt2")]))
             if i:
                 (folder / f"cp{i}.pt2").unlink()
