@@ -127,7 +127,7 @@ def test_unknown_torch_schema_major(sample: Path, tmp_path: Path, capsys: pytest
     bad.write_text(json.dumps(model))
     code, _, err = run(["convert", str(bad), str(tmp_path / "o.tpk")], capsys)
     assert code == 2
-    assert "torch.export schema 42.20 is not supported; expected major 5, 6, 7, 8" in err
+    assert "torch.export schema 42.20 is not supported; expected major 1, 2, 5, 7, 8 (what torch 2.1-2.15 wrote)" in err
 
 
 def test_internal_errors_are_one_line_with_exit_code_1(

@@ -30,15 +30,22 @@ from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.torch.export.node_names import GraphNames
-from tracepack.torch.export.schema_versions import NEWEST_MAJOR, OLDEST_MAJOR, schema_version_of
+from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
 from tracepack.torch.export.values import ValueForm, decode_value, detect_form, encode_value
 from tracepack.traces import FrameKey
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "export_program", "import_model_json", "is_model_json"]
 
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
 PROGRAM_EXTENSION = "torch.export/program"
 NODES_EXTENSION = "torch.export/nodes"
-SUPPORTED_MAJORS = tuple(range(OLDEST_MAJOR, NEWEST_MAJOR + 1))
+#: The schema majors torch releases wrote (3, 4 and 6 lived only between releases).
+SUPPORTED_MAJORS = tuple(sorted({int(v.split(".")[0]) for v in RELEASE_SCHEMA.values()}))
+_RELEASES = f"torch {min(RELEASE_SCHEMA, key=_release_key)}-{max(RELEASE_SCHEMA, key=_release_key)}"
 
 
 def is_model_json(data: bytes) -> bool:
@@ -227,7 +234,7 @@ def _check_program(obj: Any, source: str) -> tuple[dict[str, Any], dict[str, Any
             f"torch.export schema {version} is not supported",
             source=source,
             where="$.schema_version",
-            expected=f"major {', '.join(map(str, SUPPORTED_MAJORS))}",
+            expected=f"major {', '.join(map(str, SUPPORTED_MAJORS))} (what {_RELEASES} wrote)",
         )
     try:
         gm = obj["graph_module"]
@@ -256,8 +263,9 @@ def _is_graph(graph: Any) -> bool:
 def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Document:
     """Convert a torch.export ``model.json`` into a Document (no torch needed).
 
-    Schema majors 5 to 8 are read. Graphs nested in node arguments (``torch.cond``, ``map``)
-    are imported into the same tables, their nodes named ``<node>/<graph>/<name>``; schema
+    Every schema major a torch release wrote is read (:data:`SUPPORTED_MAJORS`).
+    Graphs nested in node arguments (``torch.cond``, ``map``)
+    are imported into the same tables, their nodes named ``<node>/<graph>/<name>``; in
     the compact stack-trace layout proposed in torch PR #121675 (reverted, never released; any
     schema version) with ``co_fileinfo_ordered_list`` (file and line tables of its own, node stack traces
     as file indices and line numbers) fills the file and line tables.
