@@ -85,7 +85,15 @@ class Archive:
         try:
             self._zip = zipfile.ZipFile(self._fp)
             infos = self._zip.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            ValueError,
+            EOFError,
+            KeyError,
+            NotImplementedError,
+        ) as exc:
             raise LegacyFormatError(
                 f"not a readable zip archive: {exc}", source=source, expected="a torch .pt2 or TorchScript .pt archive"
             ) from None

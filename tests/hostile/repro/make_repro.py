@@ -77,6 +77,17 @@ def _changed_letter() -> bytes:
     return bytes(data)
 
 
+def _zip_version_25_5() -> bytes:
+    """A zip whose central directory asks for "version 25.5" to extract (zipfile: NotImplementedError)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(zipfile.ZipInfo("m/data.pkl", date_time=(1980, 1, 1, 0, 0, 0)), b"\x80\x02N.")
+    data = bytearray(buf.getvalue())
+    central = data.rindex(b"PK\x01\x02")
+    struct.pack_into("<H", data, central + 6, 255)  # version needed to extract: 25.5
+    return bytes(data)
+
+
 def files() -> dict[str, bytes]:
     return {
         "tpk--header-declares-4-gib.tpk": _tpk(b"\x90", raw_length=(4 << 30) - 1),
@@ -91,6 +102,7 @@ def files() -> dict[str, bytes]:
         "model_json--nodes-null.json": _model_json_variant("null-node"),
         "model_json--int-over-64-bits.json": _model_json_variant("int-over-64-bits"),
         "archive--bzip2-zip-bomb.pt2": _bzip2_bomb(),
+        "archive--zip-version-25-5.pt": _zip_version_25_5(),
     }
 
 
