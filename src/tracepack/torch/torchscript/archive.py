@@ -9,11 +9,14 @@ the tensors, which are object pickles, are never touched.
 from __future__ import annotations
 
 import io
+import lzma
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracepack.errors import LegacyFormatError
+from tracepack.io.limits import ratio_exceeded
 from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
@@ -57,7 +60,15 @@ def read_torchscript_debug_info(
     label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
     try:
         archive = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        KeyError,
+        NotImplementedError,
+    ) as exc:
         raise LegacyFormatError(f"not a TorchScript archive: {exc}", source=label, expected="a zip file") from None
     with archive:
         infos = archive.infolist()
@@ -91,9 +102,23 @@ def read_torchscript_debug_info(
                     f"member of {info.file_size} bytes exceeds the {max_member_bytes}-byte limit",
                     source=where,
                 )
+            if info.compress_type != zipfile.ZIP_STORED and ratio_exceeded(info.file_size, info.compress_size):
+                raise LegacyFormatError(
+                    f"member expands from {info.compress_size} to {info.file_size} bytes (a zip bomb?)",
+                    source=where,
+                    expected="a plausible size, or raise tracepack.io.limits max_ratio",
+                )
             try:
                 data = archive.read(info)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+            except (
+                zipfile.BadZipFile,
+                OSError,
+                ValueError,
+                EOFError,
+                NotImplementedError,
+                zlib.error,
+                lzma.LZMAError,
+            ) as exc:
                 raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
             if member.endswith(".debug_pkl"):
                 if member != "delegated_backends.debug_pkl":
