@@ -222,10 +222,49 @@ def test_not_an_archive(tmp_path: Path, data: bytes, match: str) -> None:
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="cannot open: No such file"):
         tt.load(tmp_path / "missing.pt2")
     with pytest.raises(InputError, match="not a regular file"):
         tt.load(tmp_path)
+
+
+def test_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import signal
+
+    fifo = tmp_path / "model.pt2"
+    os.mkfifo(fifo)
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError("tracepack.torch.load waited on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(InputError, match="is a FIFO, not a regular file"):
+            tt.load(fifo)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_current_archive_is_not_read_whole_to_decide_on_an_upgrade(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from tracepack.torch import upgrade
+
+    big = tmp_path / "big.pt2"
+    with zipfile.ZipFile(CORPUS / "cnn.pt2") as src, zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info))
+        top = src.namelist()[0].split("/")[0]
+        dst.writestr(f"{top}/extra/padding", bytes(32 << 20))  # a 32 MiB member the check must not read
+    tracemalloc.start()
+    try:
+        assert upgrade.load_if_old(big) is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak} bytes to decide whether a current archive needs the upgrade"
 
 
 def test_weight_record_of_the_wrong_size(tmp_path: Path) -> None:

@@ -23,11 +23,11 @@ import importlib
 import io
 import json
 import os
-from pathlib import Path
 from typing import IO, Any
 
-from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
-from tracepack.io.zip import Archive, open_archive
+from tracepack.errors import LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io.files import read_input
+from tracepack.io.zip import Archive, open_archive, open_archive_file
 from tracepack.torch.export import layouts
 from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
 from tracepack.torch.export.upgrade import upgrade_program
@@ -55,14 +55,20 @@ def installed_schema() -> SchemaVersion:
 
 def needs_upgrade(data: bytes, *, source: str) -> bool:
     """Whether the ``.pt2`` ``data`` must go through the upgrade (a flat archive, or an older major)."""
+    with open_archive(data, source=source) as archive:
+        return _archive_needs_upgrade(archive)
+
+
+def _archive_needs_upgrade(archive: Archive) -> bool:
+    """:func:`needs_upgrade` of an open archive: reads the program member only, never the weights."""
     from tracepack.torch import pt2
 
-    with open_archive(data, source=source) as archive:
-        if layouts.layout_of(archive) == "flat":
-            return True
-        if layouts.layout_of(archive) is None:
-            return False
-        _, raw = pt2.read_program(archive)
+    layout = layouts.layout_of(archive)
+    if layout is None:
+        return False
+    if layout == "flat":
+        return True
+    _, raw = pt2.read_program(archive)
     try:
         version = schema_version_of(json.loads(raw))
     except ValueError:
@@ -149,21 +155,30 @@ def load_upgraded(data: bytes, *, source: str) -> Any:
 
 def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
     """The upgraded program when ``f`` needs the upgrade (:func:`needs_upgrade`), else ``None``
-    (a seekable stream is left where it was)."""
+    (a seekable stream is left where it was).
+
+    A path is opened as an archive in place: only its program member is read to decide, so a
+    current ``.pt2`` of any size costs no copy, and a FIFO or device is refused, never waited on.
+    """
     if isinstance(f, (str, os.PathLike)):
         name = os.fspath(f)
         try:
-            with open(name, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return None  # the loader reports it
-    elif f.seekable():
-        name = str(getattr(f, "name", "<stream>"))
-        start = f.tell()
-        data = f.read()
-        f.seek(start)
-    else:
+            archive = open_archive_file(name)  # a FIFO, device or missing file: one line naming it
+        except LegacyFormatError:
+            return None  # not an archive: the loader says so in its words
+        with archive:
+            try:
+                if not _archive_needs_upgrade(archive):
+                    return None
+            except LegacyFormatError:
+                return None
+        return load_upgraded(read_input(name), source=name)
+    if not f.seekable():
         return None
+    name = str(getattr(f, "name", "<stream>"))
+    start = f.tell()
+    data = f.read()
+    f.seek(start)
     try:
         old = needs_upgrade(data, source=name)
     except LegacyFormatError:
@@ -227,8 +242,4 @@ def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
     from tracepack.container import atomic_write
 
     name = os.fspath(src)
-    try:
-        data = Path(name).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
-    atomic_write(os.fspath(dst), upgrade_pt2(data, source=name))
+    atomic_write(os.fspath(dst), upgrade_pt2(read_input(name), source=name))
