@@ -159,3 +159,26 @@ def test_stale_temp_cleanup_spares_live_writers_and_other_files(tmp_path: Path) 
     assert not stale.exists()
     assert live.exists()
     assert other.exists()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_the_cli_refuses_a_symlink_destination_even_with_force(
+    tmp_path: Path, force: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracepack.cli import main
+    from tracepack.demo import sample_model_json
+
+    src = tmp_path / "model.json"
+    src.write_bytes(sample_model_json())
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    link = tmp_path / "out.tpk"
+    link.symlink_to(victim)
+    code = main(["convert", str(src), str(link), *(["-f"] if force else [])])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        err == f"tracepack: {link}: is a symbolic link: refusing to replace it; expected a regular file or a new name\n"
+    )
+    assert link.is_symlink()
+    assert victim.read_bytes() == b"keep me"

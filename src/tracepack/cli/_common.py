@@ -57,6 +57,9 @@ def check_output(path: str, *, force: bool) -> None:
     except UsageError as exc:
         if exc.problem == "already exists":
             raise UsageError("exists; pass -f/--force to replace it", source=path) from None
+        if exc.problem.endswith("refusing to replace it"):
+            # The command line never replaces a link, device, FIFO or socket (the API's replace_special does).
+            raise UsageError(exc.problem, source=path, expected="a regular file or a new name") from None
         raise
 
 
