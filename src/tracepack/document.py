@@ -26,7 +26,7 @@ from tracepack.traces import (
     ModuleRendering,
     Provenance,
     ProvenanceRenderer,
-    render_frames,
+    render_frames_checked,
 )
 
 __all__ = ["FROM_NODE_KEY", "DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
@@ -203,7 +203,9 @@ class Document(ModuleRendering):
         key = (stack, style)
         text = self._stack_cache.get(key)
         if text is None:
-            text = self._stack_cache[key] = render_frames(self.frames(stack), style)
+            frames = self.frames(stack)
+            where = f"$.stacks[{stack}]"
+            text = self._stack_cache[key] = render_frames_checked(frames, style, source=None, where=where)
         return text
 
     def modules(self, module: int) -> list[ModuleKey]:

@@ -76,7 +76,7 @@ from tracepack.traces import (
     ModuleRendering,
     Provenance,
     ProvenanceRenderer,
-    render_frames,
+    render_frames_checked,
 )
 
 __all__ = ["LazyDocument", "LazyNode", "open", "trace"]
@@ -596,7 +596,9 @@ class LazyDocument(ModuleRendering):
         key = (stack, style)
         text = self._stack_cache.get(key)
         if text is None:
-            text = self._stack_cache[key] = render_frames(self.frames(stack), style)
+            frames = self.frames(stack)
+            where = f"$.stacks[{stack}]"
+            text = self._stack_cache[key] = render_frames_checked(frames, style, source=self.path, where=where)
         return text
 
     def modules(self, module: int) -> list[ModuleKey]:

@@ -41,6 +41,7 @@ __all__ = [
     "parse_nn_module_stack",
     "parse_stack_trace",
     "render_frames",
+    "render_frames_checked",
     "render_from_node",
     "render_module_hierarchy",
     "render_nn_module_stack",
@@ -125,6 +126,30 @@ def render_frames(frames: Iterable[FrameKey], style: int = STYLE_PYTHON) -> str:
     """Frames, outermost first, as a legacy stack trace string."""
     text = "".join(map(render_frame, frames))
     return text.strip() if style == STYLE_STRIPPED else text
+
+
+#: Characters of ``render_frame``'s fixed text, plus room for a 64-bit line number.
+_FRAME_OVERHEAD: Final = len('  File "", line , in \n    \n') + 20
+
+
+def render_frames_checked(frames: Sequence[FrameKey], style: int, *, source: str | None, where: str) -> str:
+    """:func:`render_frames`, refused before any text is built when it would pass the
+    ``max_rendered`` budget (:mod:`tracepack.io.limits`): a small file's shared rows can
+    describe a stack trace of gigabytes."""
+    from tracepack.errors import DecodeError
+    from tracepack.io import limits
+
+    budget = limits.current().max_rendered
+    size = sum(len(f.file) + len(f.name) + len(f.text) + len(f.annotation) for f in frames)
+    size += _FRAME_OVERHEAD * len(frames)
+    if size > budget:
+        raise DecodeError(
+            f"the stack trace would render to about {size:,} characters ({len(frames):,} frames)",
+            source=source,
+            where=where,
+            expected=f"at most {budget:,} ({limits.hint('max_rendered')})",
+        )
+    return render_frames(frames, style)
 
 
 def _parse_python(text: str) -> list[FrameKey] | None:

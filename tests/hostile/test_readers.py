@@ -195,3 +195,44 @@ def test_a_240_kb_trace_of_real_frames_round_trips() -> None:
     parsed = traces.parse_stack_trace(text)
     assert parsed is not None
     assert parsed[0] == [frame] * 3_000
+
+
+def _deep_stack_file(tmp_path: Path, frames: int, text_size: int) -> tuple[Path, list[tuple[str, int, str, str]]]:
+    """A small file whose one node's stack renders to about ``frames * text_size`` characters."""
+    import tracepack
+    from tracepack import DocumentBuilder
+
+    line = "x = " + "y" * text_size  # one shared string row, referenced by every frame
+    stack = [("/home/user/project/deep.py", i + 1, f"f{i % 7}", line) for i in range(frames)]
+    b = DocumentBuilder(producer="test", producer_version="0")
+    b.add_node("deep", "aten.add.Tensor", stack_trace=stack)
+    path = tmp_path / "deep.tpk"
+    tracepack.dump(b.build(), path, codec="flatbuffers", compression="none")
+    return path, stack
+
+
+def test_a_stack_that_would_render_past_the_budget_is_refused_in_one_line(tmp_path: Path) -> None:
+    import traceback
+
+    import tracepack
+    from tracepack.errors import DecodeError
+    from tracepack.io import limits
+
+    path, stack = _deep_stack_file(tmp_path, frames=400, text_size=4_000)  # ~1.6 MB of text
+    assert path.stat().st_size < 64_000
+    expected = "".join(traceback.StackSummary.from_list(stack).format()).strip()  # Python's own rendering
+    with limits.raised(max_rendered=1 << 20):
+        with pytest.raises(DecodeError) as eager:
+            tracepack.load(path).node("deep").stack_trace  # noqa: B018 - the property renders
+        with tracepack.open(path) as lazy_doc, pytest.raises(DecodeError) as lazy:
+            lazy_doc.node("deep").stack_trace  # noqa: B018
+    for info in (eager, lazy):
+        message = str(info.value)
+        assert "\n" not in message
+        assert "$.stacks[" in message
+        assert "stack trace would render to about" in message
+        assert "limits.raised(max_rendered=...)" in message
+    # Within the budget, both readers give Python's own text.
+    assert tracepack.load(path).node("deep").stack_trace == expected
+    with tracepack.open(path) as lazy_doc:
+        assert lazy_doc.node("deep").stack_trace == expected

@@ -28,6 +28,9 @@ max_pickle_objects        10,000,000     objects a data-only pickle builds, ever
                                          tuple or dict counted again with its items (what a caller
                                          walking the result would visit)
 max_input                 16 GiB         bytes of one input file read into memory
+max_rendered              256 MiB        characters of one rendered stack trace (``trace``, ``expand``,
+                                         ``node.stack_trace``): shared frame and string rows can
+                                         describe text far larger than the file
 ========================  =============  ==============================================================
 
 Nesting and integer size have no knob here: JSON, MessagePack and TOML nesting is bounded by the
@@ -57,6 +60,7 @@ class Limits:
     ratio_floor: int = 64 << 20
     max_pickle_objects: int = 10_000_000
     max_input: int = 16 << 30
+    max_rendered: int = 256 << 20
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
