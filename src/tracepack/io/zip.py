@@ -39,6 +39,8 @@ from tracepack.io import limits
 __all__ = [
     "ALIGN",
     "MAX_MEMBER_BYTES",
+    "MEMBER_ERRORS",
+    "ZIP_ERRORS",
     "Archive",
     "ArchiveWriter",
     "Member",
@@ -54,7 +56,7 @@ MAX_MEMBER_BYTES = 1 << 30
 _LOCAL_HEADER = 30
 _CHUNK = 1 << 20
 #: What a damaged member's decompressor can raise, besides zipfile's own errors.
-_MEMBER_ERRORS = (
+MEMBER_ERRORS = (
     zipfile.BadZipFile,
     OSError,
     ValueError,
@@ -63,6 +65,19 @@ _MEMBER_ERRORS = (
     RuntimeError,
     zlib.error,
     lzma.LZMAError,
+)
+
+
+#: What :mod:`zipfile` raises on a damaged or foreign archive (an unknown extractor version is
+#: NotImplementedError; a truncated central directory OSError/EOFError; a bad name KeyError).
+ZIP_ERRORS: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    KeyError,
+    NotImplementedError,
 )
 
 
@@ -85,15 +100,7 @@ class Archive:
         try:
             self._zip = zipfile.ZipFile(self._fp)
             infos = self._zip.infolist()
-        except (
-            zipfile.BadZipFile,
-            zipfile.LargeZipFile,
-            OSError,
-            ValueError,
-            EOFError,
-            KeyError,
-            NotImplementedError,
-        ) as exc:
+        except ZIP_ERRORS as exc:
             raise LegacyFormatError(
                 f"not a readable zip archive: {exc}", source=source, expected="a torch .pt2 or TorchScript .pt archive"
             ) from None
@@ -149,7 +156,7 @@ class Archive:
         try:
             with self._zip.open(info) as f:
                 data = f.read(limit + 1)
-        except _MEMBER_ERRORS as exc:
+        except MEMBER_ERRORS as exc:
             raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
         if len(data) != info.file_size:
             raise LegacyFormatError(f"member holds {len(data)} bytes, the zip declares {info.file_size}", source=where)
@@ -181,7 +188,7 @@ class Archive:
         self._check_ratio(info)
         try:
             return self._zip.open(info)
-        except _MEMBER_ERRORS as exc:
+        except MEMBER_ERRORS as exc:
             raise LegacyFormatError(f"cannot read member: {exc}", source=f"{self.source}:{name}") from None
 
     _owned: IO[bytes] | None = None
@@ -289,7 +296,7 @@ class ArchiveWriter:
             try:
                 while chunk := f.read(_CHUNK):
                     dest.write(chunk)
-            except _MEMBER_ERRORS as exc:
+            except MEMBER_ERRORS as exc:
                 raise LegacyFormatError(f"cannot read member: {exc}", source=f"{archive.source}:{name}") from None
 
     def _copy_raw(self, archive: Archive, src: zipfile.ZipInfo, target: Member) -> None:

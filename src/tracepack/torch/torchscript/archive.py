@@ -9,14 +9,13 @@ the tensors, which are object pickles, are never touched.
 from __future__ import annotations
 
 import io
-import lzma
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracepack.errors import LegacyFormatError
 from tracepack.io.limits import ratio_exceeded
+from tracepack.io.zip import MEMBER_ERRORS, ZIP_ERRORS
 from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
@@ -60,15 +59,7 @@ def read_torchscript_debug_info(
     label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
     try:
         archive = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        ValueError,
-        EOFError,
-        KeyError,
-        NotImplementedError,
-    ) as exc:
+    except ZIP_ERRORS as exc:
         raise LegacyFormatError(f"not a TorchScript archive: {exc}", source=label, expected="a zip file") from None
     with archive:
         infos = archive.infolist()
@@ -110,15 +101,7 @@ def read_torchscript_debug_info(
                 )
             try:
                 data = archive.read(info)
-            except (
-                zipfile.BadZipFile,
-                OSError,
-                ValueError,
-                EOFError,
-                NotImplementedError,
-                zlib.error,
-                lzma.LZMAError,
-            ) as exc:
+            except MEMBER_ERRORS as exc:
                 raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
             if member.endswith(".debug_pkl"):
                 if member != "delegated_backends.debug_pkl":
