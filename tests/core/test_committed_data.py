@@ -1,0 +1,39 @@
+"""Committed sample data names no build machine's paths.
+
+Samples exported on a developer's machine carry file paths inside stack traces, source ranges and
+debug pickles; the exporters (scripts/torch/_sample_common.py, scripts/executorch/make_samples.py)
+rewrite them to ``/home/user/...`` before writing. This is the one check, over every committed data
+file (tests/data and the package's bundled data, including the trained zstd dictionaries, which are
+built from samples), that none slipped through.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_DIRS = (ROOT / "tests" / "data", ROOT / "src" / "tracepack" / "data")
+
+#: Prefixes of paths that only exist on a build machine (temp dirs, CI workspaces, root's home, macOS
+#: per-user temp). Neutral sample paths start with /home/user/ or /usr/lib/.
+MACHINE_PREFIXES = (b"/tmp/", b"/work/", b"/root/", b"/opt/", b"/private/", b"/var/folders/")
+
+FILES = sorted(p for d in DATA_DIRS for p in d.rglob("*") if p.is_file())
+
+
+def test_there_is_data_to_check() -> None:
+    assert len(FILES) > 50
+    assert any(p.suffix == ".dict" for p in FILES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_machine_path(path: Path) -> None:
+    data = path.read_bytes()
+    if zipfile.is_zipfile(path):  # deflated members hide their text from a byte search
+        with zipfile.ZipFile(path) as z:
+            data += b"".join(z.read(info) for info in z.infolist())
+    leaks = [prefix.decode() for prefix in MACHINE_PREFIXES if prefix in data]
+    assert not leaks, f"{path.relative_to(ROOT)} names a machine path: {leaks}; re-export it with the sample scripts"
