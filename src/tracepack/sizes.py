@@ -1,16 +1,18 @@
 """Where a document's bytes go: encoded and compressed bytes per table and per column.
 
 ``tracepack inspect`` shows these so users see what is left after interning and compression. For
-the columnar codec the columns are the file's own (one per path, ``$.graph.nodes[].stack``); for the
-other codecs they are each table's fields (``lines.text``, ``graph.nodes``) encoded with
-MessagePack. Each column's compressed size is that column compressed *on its own* with zstd (level
-19 by default, with the file's dictionary if it has one), less zstd's fixed per-frame bytes: about
-what it costs inside the whole file, where zstd also finds matches across columns (so the sum is
-usually a little more than the compressed payload).
+the columnar codec the columns are the file's own (one per path, ``$.graph.nodes[].stack``); for
+FlatBuffers they are each table's fields as FlatBuffers objects (a vector, a string, a table), each
+written on its own by the version's generated writer; for the other codecs they are each table's
+fields (``lines.text``, ``graph.nodes``) encoded with MessagePack. Each column's compressed size is
+that column compressed *on its own* with zstd (level 19 by default, with the file's dictionary if it
+has one), less zstd's fixed per-frame bytes: about what it costs inside the whole file, where zstd
+also finds matches across columns (so the sum is usually a little more than the compressed payload).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +71,8 @@ def column_sizes(
             table, name = _table_of(path)
             out.append(ColumnSize(table, name, len(data), packed(data)))
         return out
+    if codec == "flatbuffers":
+        return _flatbuffers_columns(raw, version, packed)
     for table in raw.__struct_fields__:
         value = getattr(raw, table)
         fields = getattr(value, "__struct_fields__", None)
@@ -76,6 +80,44 @@ def column_sizes(
         for name, part in parts:
             data = enc(part)
             out.append(ColumnSize(table, name, len(data), packed(data)))
+    return out
+
+
+def _flatbuffers_columns(raw: Any, version: tuple[int, int], packed: Callable[[bytes], int]) -> list[ColumnSize]:
+    """Each table's fields as the FlatBuffers codec writes them: every object field (a vector, a string,
+    a table) written on its own by the version's generated writer, its bytes as they sit in the buffer
+    (length prefix and alignment included). A table's own bytes (its vtable offset and inline slots) are
+    its column ``""``, counted as they are (a few bytes that zstd cannot shrink)."""
+    from tracepack.codecs import _fbrt as rt
+    from tracepack.codecs.flatbuffers import codec_module
+
+    module = codec_module(version)
+    writers = module.FIELD_WRITERS
+    root = type(raw).__name__
+
+    def written(key: tuple[str, str], value: Any) -> bytes:
+        w = rt.Writer(1024)
+        writers[key](w, value)
+        return bytes(memoryview(w.buf)[w.head :])
+
+    out = []
+    for table in raw.__struct_fields__:
+        value = getattr(raw, table)
+        fields = getattr(value, "__struct_fields__", None)
+        if fields is None:  # a list of the root (strings, debug_files, extensions), or an absent table
+            data = written((root, table), value) if value else b""
+            out.append(ColumnSize(table, "", len(data), packed(data) if data else 0))
+            continue
+        struct = type(value).__name__
+        spec = module.SPECS[struct]
+        # The table itself: its vtable offset and inline slots (vtables are shared, not counted).
+        inline = 4 + sum(rt.SIZES[kind] for kind in spec.kinds)
+        out.append(ColumnSize(table, "", inline, inline))
+        for name in fields:
+            part = getattr(value, name)
+            if (struct, name) in writers:
+                data = written((struct, name), part) if part else b""  # empty or absent: not written
+                out.append(ColumnSize(table, name, len(data), packed(data) if data else 0))
     return out
 
 

@@ -65,3 +65,47 @@ def test_every_codec_accounts_for_every_table(doc: tracepack.Document) -> None:
         assert all(c.compressed_bytes >= 0 for c in columns)
         if codec != "columnar":  # every table, even empty ones
             assert set(tables) == set(doc.raw.__struct_fields__)
+
+
+def test_flatbuffers_file_lists_flatbuffers_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A FlatBuffers file's columns are its FlatBuffers objects, not a MessagePack stand-in: checked
+    against the buffer as FlatBuffers' own Python code (flatc's) reads it."""
+    from tracepack_generated.v1_1.fb import tables as fb  # flatc's reader of the file's version
+
+    from tracepack.codecs.flatbuffers import split
+
+    src, tpk = tmp_path / "model.json", tmp_path / "m.tpk"
+    src.write_bytes(sample_model_json())
+    assert main(["convert", str(src), str(tpk), "--codec", "flatbuffers", "--to-version", "1.1"]) == 0
+    capsys.readouterr()
+    code, out = _inspect(tpk, capsys, "--json")
+    assert code == 0
+    info = json.loads(out)
+    assert info["schema_version"] == "1.1"
+    data = tpk.read_bytes()
+    body, _ = split(zstandard.ZstdDecompressor(dict_data=dictionaries.get()).decompress(data[HEADER_SIZE:]))
+    root = fb.Document.GetRootAs(bytes(body), 0)
+    by_name = {f"{c['table']}.{c['column']}": c for c in info["columns"]}
+    # Numeric columns: a uint32 count, then the elements (plus at most 7 bytes of alignment).
+    lines = root.Lines()
+    for column, count, size in [
+        ("lines.line", lines.LineLength(), 8),
+        ("lines.text", lines.TextLength(), 4),
+        ("stacks.parent", root.Stacks().ParentLength(), 4),
+        ("modules.type", root.Modules().TypeLength(), 4),
+    ]:
+        assert count > 0
+        assert 4 + count * size <= by_name[column]["bytes"] <= 4 + count * size + 7, column
+    # The string table: an offset per string, each string a count, its UTF-8 bytes and a NUL.
+    texts = [root.Strings(i) for i in range(root.StringsLength())]
+    least = 4 + sum(4 + 4 + len(t) + 1 for t in texts)
+    assert least <= by_name["strings."]["bytes"] <= least + 3 * len(texts) + 8
+    assert info["bytes"]["strings"] == by_name["strings."]["bytes"]
+    # Every table and column together: the document buffer (vtables and shared tables aside).
+    total = sum(info["bytes"].values())
+    assert 0.9 * len(body) < total < 1.1 * len(body)
+    assert all(0 <= c["compressed_bytes"] <= c["bytes"] + 16 for c in info["columns"])
+    code, out = _inspect(tpk, capsys, "--columns")
+    assert code == 0
+    assert "columns (FlatBuffers)" in out
+    assert "graph.nodes" in out

@@ -168,6 +168,8 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     columns = column_sizes(doc.raw, header.codec, doc.version, zstd_dict=zdict)
     compressed = table_sizes(columns)
     info["compressed_bytes"] = {t: c for t, (_, c) in compressed.items()}
+    if header.codec == "flatbuffers":  # the FlatBuffers bytes themselves, not a MessagePack stand-in
+        info["bytes"] = {t: b for t, (b, _) in compressed.items()}
     info["columns"] = [
         {"table": c.table, "column": c.column, "bytes": c.raw_bytes, "compressed_bytes": c.compressed_bytes}
         for c in columns
@@ -186,7 +188,7 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         rows = sizes.get(table, "")
         packed = compressed.get(table, (0, 0))[1]
         print(f"  {table:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
-    what = "columns" if header.codec == "columnar" else "columns (MessagePack)"
+    what = {"columnar": "columns", "flatbuffers": "columns (FlatBuffers)"}.get(header.codec, "columns (MessagePack)")
     print(f"  (zstd-19: each table's {what} compressed on its own{', with the dictionary' if zdict else ''})")
     if args.columns:
         print(f"  {'column':<58} {'bytes':>10} {'zstd-19':>10}")

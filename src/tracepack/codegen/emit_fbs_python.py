@@ -369,6 +369,30 @@ class _Emitter:
             "}",
         ]
 
+    def _writers(self) -> list[str]:
+        """``FIELD_WRITERS``: every object field's writer (after the functions it names)."""
+        schema = self.schema
+        writers = []
+        for s in schema.structs.values():
+            for f in s.fields:
+                if f.type.kind in ("scalar", "enum", "union") or f.deprecated:
+                    continue
+                expr = self._enc_object(f.type, "x")
+                if expr.startswith("_e") and expr.endswith("(w, x)"):
+                    expr = expr.removesuffix("(w, x)")  # a generated writer itself
+                else:
+                    expr = f"lambda w, x: {expr}"
+                writers.append(f"    ({s.name!r}, {f.name!r}): {expr},")
+        return [
+            "",
+            "",
+            "#: How each object field (not a scalar, enum or union) is written on its own: (struct, field) ->",
+            "#: ``writer(w, value) -> offset``. For measuring what each table and column costs (``tracepack.sizes``).",
+            "FIELD_WRITERS: Final[dict[tuple[str, str], Callable[[rt.Writer, Any], int]]] = {",
+            *writers,
+            "}",
+        ]
+
     def emit(self) -> str:
         schema = self.schema
         root = schema.root
@@ -390,7 +414,17 @@ class _Emitter:
             "",
             "from . import model as m",
             "",
-            '__all__ = ["COLUMNS", "DECODERS", "FILE_IDENTIFIER", "REFS", "SPECS", "TABLES", "decode", "encode"]',
+            "__all__ = [",
+            '    "COLUMNS",',
+            '    "DECODERS",',
+            '    "FIELD_WRITERS",',
+            '    "FILE_IDENTIFIER",',
+            '    "REFS",',
+            '    "SPECS",',
+            '    "TABLES",',
+            '    "decode",',
+            '    "encode",',
+            "]",
             "",
             f"FILE_IDENTIFIER: Final = {schema.file_identifier.encode('ascii')!r}",
             "",
@@ -443,6 +477,7 @@ class _Emitter:
             *[f"    {s.name!r}: _d_{_snake(s.name)}," for s in schema.structs.values()],
             "}",
         ]
+        out += self._writers()
         return "\n".join(out) + "\n"
 
 
