@@ -1,7 +1,8 @@
 """tracepack.torch.load / save against torch.export.load / save (issue 9), torch 2.13 itself, in one run.
 
-Per ``.pt2`` of the corpus (``tests/data/torch/corpus`` plus ``mid``, ~1k nodes, and ``big``, ~10k
-nodes, exported once into ``.bench/corpus`` by ``scripts/torch/export_corpus.py``):
+Per ``.pt2`` of the corpus (``tests/data/torch/corpus`` plus ``mid``, ~1k nodes, ``big``, ~10k
+nodes, and the dynamic-shape ``size_130_dyn`` and ``size_1k_dyn``, ~130 and ~1k nodes, exported once
+into ``.bench/corpus`` by ``scripts/torch/export_corpus.py``):
 
 * load: ``tracepack.torch.load`` against ``torch.export.load`` of the same plain file (target
   >= 3x on static graphs of >= 100 nodes, >= 1.5x on dynamic shapes, >= 1x on every other),
@@ -35,6 +36,9 @@ CORPUS = ROOT / "tests" / "data" / "torch" / "corpus"
 GENERATED = ROOT / ".bench" / "corpus"
 #: Load targets apply from this many nodes on (smaller graphs: "never slower").
 MIN_NODES = 100
+#: Models of ``scripts/torch/export_corpus.py`` exported once into ``.bench/corpus``: the ~1k and ~10k
+#: node transformers (static), and the size ladder's dynamic-shape rungs of ~130 and ~1k nodes.
+EXPORTED = ("mid", "big", "size_130_dyn", "size_1k_dyn")
 
 
 def _exported(name: str) -> Path | None:
@@ -120,7 +124,7 @@ def run(report: Report) -> None:
         return
     start = time.perf_counter()
     models = sorted(CORPUS.glob("*.pt2"))
-    models += [p for name in ("mid", "big") if (p := _exported(name)) is not None]
+    models += [p for name in EXPORTED if (p := _exported(name)) is not None]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for path in models:

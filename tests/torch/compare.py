@@ -20,6 +20,16 @@ def _tensor(t: Any) -> tuple[Any, ...]:
         str(t.device),
         bool(t.requires_grad),
     )
+    if fake:  # how it was made shows here: autograd, dispatch keys, storage, the FakeTensor fields
+        row += (
+            t.is_leaf,
+            t.grad_fn,
+            str(torch._C._dispatch_keys(t)),
+            str(t.storage_offset()),
+            str(t.untyped_storage().nbytes()),
+            tuple(sorted(vars(t))),
+            t.constant is None,
+        )
     if not fake and t.device.type != "meta":
         row += (t.detach().contiguous().view(-1).view(torch.uint8).tolist() if t.numel() else [],)
     return row
@@ -48,6 +58,7 @@ def describe(ep: Any) -> dict[str, Any]:
     """Everything ``torch.export.load`` gives back, comparable with ``==``."""
     out: dict[str, Any] = {}
     out["code"] = [(name, m.code) for name, m in graph_modules(ep)]
+    out["classes"] = [(name, tuple(c.__qualname__ for c in type(m).__mro__)) for name, m in graph_modules(ep)]
     out["nodes"] = [
         (
             name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
-from tracepack.torch import pt2  # noqa: E402
+from tracepack.torch import deserializer, pt2  # noqa: E402
 
 pytestmark = TORCH_MARKS
 
@@ -24,13 +25,53 @@ def reference() -> dict[str, dict[str, Any]]:
     return {name: describe(torch.export.load(CORPUS / name)) for name in PT2}
 
 
+@pytest.fixture(params=["fast", "plain"])
+def road(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both roads through torch's deserializer: the shorter ones tracepack takes where the installed
+    torch allows them, and torch's code as it is (what a torch without them gets)."""
+    monkeypatch.setattr(deserializer, "FAST", request.param == "fast")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("name", PT2)
-def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str, Any]]) -> None:
+def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str, Any]], road: str) -> None:
     ours = describe(tt.load(CORPUS / name))
     theirs = reference[name]
     for key in theirs:
         assert ours[key] == theirs[key], key
     assert set(ours) == set(theirs)
+
+
+def test_the_shorter_roads_are_taken_on_this_torch() -> None:
+    serde = importlib.import_module("torch._export.serde.serialize")
+    assert deserializer.patched(serde, fast=True).features == ("sympy", "fake_tensors", "unbacked", "lazy_root")
+    assert deserializer.patched(serde, fast=False).features == ("sympy",)
+
+
+def test_a_changed_torch_gets_its_own_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where torch's deserialize_tensor_meta is not the one the fast road was written against, or the
+    trial tensors differ, torch's own method runs."""
+    serde = importlib.import_module("torch._export.serde.serialize")
+    monkeypatch.setattr(deserializer, "_TENSOR_META_NAMES", frozenset(["fake_tensor_mode", "empty_strided"]))
+    assert deserializer._fake_tensor_maker(serde) is None
+    monkeypatch.undo()
+    monkeypatch.setattr(deserializer, "_describe_fake", id)  # every trial differs
+    assert deserializer._fake_tensor_maker(serde) is None
+    monkeypatch.undo()
+    assert deserializer._fake_tensor_maker(serde) is not None
+
+
+def test_the_lazy_root_is_never_handed_out(reference: dict[str, dict[str, Any]]) -> None:
+    """Only the deserializer's throw-away graph module is lazy: the program's and the nested
+    graphs' are plain GraphModules with their code compiled, and torch's module global is reset."""
+    serde = importlib.import_module("torch._export.serde.serialize")
+    ep = tt.load(CORPUS / "cond.pt2")
+    lazy = importlib.import_module("torch.fx._lazy_graph_module")._LazyGraphModule
+    modules = [m for m in ep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)]
+    assert len(modules) == 3  # the program and torch.cond's two branches
+    assert not any(isinstance(m, lazy) for m in modules)
+    assert all("_code" in vars(m) for m in modules)
+    assert serde._CURRENT_DESERIALIZER is None
 
 
 @pytest.mark.parametrize("name", PT2)

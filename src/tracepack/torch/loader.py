@@ -34,9 +34,7 @@ import io
 import os
 import re
 import stat
-import threading
 import tokenize
-import types
 import zipfile
 from collections.abc import Callable
 from typing import IO, Any
@@ -327,43 +325,6 @@ class _CachedSympy:
         return expr
 
 
-_PATCH_LOCK = threading.Lock()
-_PATCHED: dict[str, Any] = {}
-
-
-def _patched_deserializers(serde: Any) -> tuple[Callable[..., Any], Any]:
-    """torch's ``ExportedProgramDeserializer.deserialize`` and ``GraphModuleDeserializer._parse_sym_expr``,
-    as the same code objects over a copy of their module's globals in which ``sympy`` is a
-    :class:`_CachedSympy` for the current load and ``GraphModuleDeserializer`` makes deserializers
-    whose ``_parse_sym_expr`` is that copy. torch's own code runs; only the parse is cached."""
-    with _PATCH_LOCK:
-        if not _PATCHED:
-            g = dict(vars(serde))
-            state = threading.local()
-
-            class _SympyRouter:
-                def __getattr__(self, name: str) -> Any:
-                    current = getattr(state, "sympy", None)
-                    return getattr(current if current is not None else g["_real_sympy"], name)
-
-            g["_real_sympy"] = serde.sympy
-            g["sympy"] = _SympyRouter()
-            original = serde.GraphModuleDeserializer._parse_sym_expr
-            parse = types.FunctionType(original.__code__, g, original.__name__, original.__defaults__)
-
-            def make_graph_deserializer(*args: Any, **kwargs: Any) -> Any:
-                d = serde.GraphModuleDeserializer(*args, **kwargs)
-                d._parse_sym_expr = types.MethodType(parse, d)
-                return d
-
-            g["GraphModuleDeserializer"] = make_graph_deserializer
-            top = serde.ExportedProgramDeserializer.deserialize
-            deserialize = types.FunctionType(top.__code__, g, top.__name__, top.__defaults__)
-            deserialize.__kwdefaults__ = top.__kwdefaults__
-            _PATCHED.update(deserialize=deserialize, parse=parse, state=state)
-    return _PATCHED["deserialize"], _PATCHED["state"]
-
-
 # -- weights and constants ---------------------------------------------------------------------------
 
 
@@ -533,15 +494,18 @@ def _program(z: _Zip, model: str) -> Any:
 
 def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs: Any, *, source: str,
                 expected_opset_version: dict[str, int] | None = None) -> Any:  # fmt: skip
-    """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse."""
+    """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse and the
+    shorter roads of :mod:`tracepack.torch.deserializer`."""
+    from tracepack.torch.deserializer import patched
+
     serde = importlib.import_module("torch._export.serde.serialize")
-    run, state = _patched_deserializers(serde)
-    state.sympy = _CachedSympy(serde.sympy, source)
+    rebound = patched(serde)
+    rebound.state.sympy = _CachedSympy(serde.sympy, source)
     try:
-        return run(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict, constants,
-                   example_inputs)  # fmt: skip
+        return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
+                                   constants, example_inputs)  # fmt: skip
     finally:
-        state.sympy = None
+        rebound.state.sympy = None
 
 
 def load_pt2(

@@ -25,6 +25,8 @@ import json
 import os
 from typing import IO, Any
 
+import msgspec
+
 from tracepack.errors import LegacyFormatError, UnsafePickleError, VersionError
 from tracepack.io.files import read_input
 from tracepack.io.zip import Archive, open_archive, open_archive_file
@@ -69,11 +71,25 @@ def _archive_needs_upgrade(archive: Archive) -> bool:
     if layout == "flat":
         return True
     _, raw = pt2.read_program(archive)
-    try:
-        version = schema_version_of(json.loads(raw))
-    except ValueError:
-        return False
+    version = _version_of(raw)
     return version is not None and version < installed_schema()
+
+
+class _Head(msgspec.Struct):
+    schema_version: Any = None
+
+
+def _version_of(raw: bytes) -> SchemaVersion | None:
+    """The program's ``schema_version``, read without building the rest of it (msgspec skips the
+    other members of the top object), or ``None``."""
+    try:
+        return schema_version_of({"schema_version": msgspec.json.decode(raw, type=_Head).schema_version})
+    except msgspec.DecodeError:  # not an object, or what msgspec refuses (json may still read it)
+        pass
+    try:
+        return schema_version_of(json.loads(raw))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _resolve(target: str) -> Any:
