@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
-from tracepack.document import DebugHandle, Document, NodeView
 from tracepack.errors import (
     ContainerError,
     DecodeError,
@@ -28,11 +26,13 @@ from tracepack.errors import (
     UsageError,
     VersionError,
 )
-from tracepack.formats import ZstdDict, zstd_dictionary
-from tracepack.traces import FrameKey, ModuleKey
 
 if TYPE_CHECKING:
+    from tracepack.builder import DocumentBuilder, Generic, SymInt, Tensor
+    from tracepack.document import DebugHandle, Document, NodeView
+    from tracepack.formats import ZstdDict
     from tracepack.lazy import LazyDocument, LazyNode
+    from tracepack.traces import FrameKey, ModuleKey
 
 __version__ = "0.1.0"
 
@@ -72,13 +72,38 @@ __all__ = [
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
 
 
-def __getattr__(name: str) -> Any:
-    # The lazy reader loads on first use: `import tracepack` stays fast.
-    if name in ("LazyDocument", "LazyNode"):
-        from tracepack import lazy
+#: Public names loaded on first use (PEP 562): ``import tracepack`` stays cheap (a command line that
+#: opens one file lazily never imports the typed model, the codecs or the builder).
+_LAZY: dict[str, str] = {
+    "DocumentBuilder": "tracepack.builder",
+    "Generic": "tracepack.builder",
+    "SymInt": "tracepack.builder",
+    "Tensor": "tracepack.builder",
+    "DebugHandle": "tracepack.document",
+    "Document": "tracepack.document",
+    "NodeView": "tracepack.document",
+    "ZstdDict": "tracepack.formats",
+    "zstd_dictionary": "tracepack.formats",
+    "LazyDocument": "tracepack.lazy",
+    "LazyNode": "tracepack.lazy",
+    "FrameKey": "tracepack.traces",
+    "ModuleKey": "tracepack.traces",
+}
 
-        return getattr(lazy, name)
-    raise AttributeError(f"module 'tracepack' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracepack' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def loads(
@@ -92,6 +117,8 @@ def loads(
     """Decode a ``.tpk`` container held in memory (see :func:`load`)."""
     from tracepack import container, migrations
     from tracepack.codecs import codec_by_name
+    from tracepack.document import Document
+    from tracepack.formats import zstd_dictionary
     from tracepack.versions import CURRENT, from_newer_file, reader_version
 
     header, payload = container.unpack(data, source=source, max_size=max_size, zstd_dict=zstd_dictionary(zstd_dict))
@@ -183,6 +210,7 @@ def dumps(
     """
     from tracepack import container, migrations
     from tracepack.codecs import codec_by_name
+    from tracepack.formats import zstd_dictionary
     from tracepack.versions import CURRENT
 
     target = CURRENT if version is None else version

@@ -34,7 +34,6 @@ from typing import Final
 
 import zstandard
 
-from tracepack import dictionaries
 from tracepack.codecs import CODEC_IDS
 from tracepack.errors import ContainerError, UsageError, VersionError
 from tracepack.io import limits
@@ -214,6 +213,8 @@ def _decompress(
     payload: memoryview, header: ContainerHeader, *, source: str | None, zstd_dict: zstandard.ZstdCompressionDict | None
 ) -> bytes:
     if header.dict_id:
+        from tracepack import dictionaries  # only a dictionary-compressed payload needs them
+
         if zstd_dict is None:
             zstd_dict = dictionaries.by_id(header.dict_id)  # a built-in one: no file needed
         if zstd_dict is None:
@@ -269,6 +270,8 @@ def pack(
 
     ``zstd_dict`` is a dictionary, or the name of a built-in one (:mod:`tracepack.dictionaries`),
     whose id goes in the header."""
+    from tracepack import dictionaries
+
     zstd_dict = dictionaries.resolve(zstd_dict)
     codec_id = {n: i for i, n in CODEC_IDS.items()}.get(codec)
     if codec_id is None:

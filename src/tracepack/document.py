@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from itertools import accumulate
 from operator import ne
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracepack import model as m
 from tracepack.errors import DecodeError, IntegrityError, NotFoundError, did_you_mean
 from tracepack.traces import (
     FrameKey,
@@ -28,6 +27,9 @@ from tracepack.traces import (
     ProvenanceRenderer,
     render_frames_checked,
 )
+
+if TYPE_CHECKING:  # the typed model loads with the first document (tracepack.lazy does without it)
+    from tracepack import model as m
 
 __all__ = ["FROM_NODE_KEY", "DebugHandle", "Document", "NodeView", "json_value", "resolve_argument"]
 
@@ -82,6 +84,8 @@ class Document(ModuleRendering):
 
     def validate(self) -> None:
         """Raise :class:`~tracepack.errors.IntegrityError` if any reference or trie is broken."""
+        from tracepack import model as m
+
         m.validate.validate(self.raw)
         nodes = self.raw.graph.nodes
         if any(map(ne, map(len, (n.meta_keys for n in nodes)), map(len, (n.meta_values for n in nodes)))):
@@ -225,6 +229,8 @@ class Document(ModuleRendering):
     @cached_property
     def _provenance(self) -> ProvenanceRenderer:
         t = self.raw.provenance
+        from tracepack import model as m
+
         empty = m.ProvenanceTable([0], [0], [0], [0], [0], [0], [])
         return ProvenanceRenderer(self.raw.strings, empty if t is None else t)
 
@@ -295,6 +301,8 @@ class Document(ModuleRendering):
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table."""
+        from tracepack import model as m
+
         return dict(m.validate.table_sizes(self.raw))
 
 
@@ -411,23 +419,34 @@ def _variant(cls: type) -> int:
     return int(cls.__struct_config__.tag)  # type: ignore[attr-defined]
 
 
-#: Argument variant id -> how it resolves. Variant ids never change between schema versions, so
-#: arguments of any version's model resolve (readers of older files, e.g. tracepack.lazy, use this).
-_RESOLVE: dict[int, Callable[[list[str], Any], Any]] = {
-    _variant(m.ArgNone): lambda s, a: None,
-    _variant(m.ArgTensor): lambda s, a: {"tensor": s[a.name]},
-    _variant(m.ArgTensors): lambda s, a: [{"tensor": s[i]} for i in a.names],
-    _variant(m.ArgString): lambda s, a: s[a.value],
-    _variant(m.ArgStrings): lambda s, a: [s[i] for i in a.values],
-    _variant(m.ArgSymInt): lambda s, a: {"sym_int": s[a.name]},
-    _variant(m.ArgGeneric): lambda s, a: {s[a.variant]: json_value(s[a.json], f"$.strings[{a.json}]")},
-    _variant(m.ArgInts): lambda s, a: list(a.values),
-    _variant(m.ArgFloats): lambda s, a: list(a.values),
-    _variant(m.ArgBools): lambda s, a: list(a.values),
-}
+#: Argument variant id -> how it resolves, built on first use (it needs the typed model). Variant ids
+#: never change between schema versions, so arguments of any version's model resolve (readers of older
+#: files, e.g. tracepack.lazy, use this).
+_RESOLVE: dict[int, Callable[[list[str], Any], Any]] = {}
+
+
+def _resolvers() -> dict[int, Callable[[list[str], Any], Any]]:
+    if not _RESOLVE:
+        from tracepack import model as m
+
+        _RESOLVE.update(
+            {
+                _variant(m.ArgNone): lambda s, a: None,
+                _variant(m.ArgTensor): lambda s, a: {"tensor": s[a.name]},
+                _variant(m.ArgTensors): lambda s, a: [{"tensor": s[i]} for i in a.names],
+                _variant(m.ArgString): lambda s, a: s[a.value],
+                _variant(m.ArgStrings): lambda s, a: [s[i] for i in a.values],
+                _variant(m.ArgSymInt): lambda s, a: {"sym_int": s[a.name]},
+                _variant(m.ArgGeneric): lambda s, a: {s[a.variant]: json_value(s[a.json], f"$.strings[{a.json}]")},
+                _variant(m.ArgInts): lambda s, a: list(a.values),
+                _variant(m.ArgFloats): lambda s, a: list(a.values),
+                _variant(m.ArgBools): lambda s, a: list(a.values),
+            }
+        )
+    return _RESOLVE
 
 
 def resolve_argument(s: list[str], a: m.Argument) -> Any:
     """A stored argument as a plain Python value (tensors as ``{"tensor": name}``), of any schema version."""
-    resolve = _RESOLVE.get(_variant(type(a)))
+    resolve = _resolvers().get(_variant(type(a)))
     return a.value if resolve is None else resolve(s, a)  # type: ignore[union-attr]

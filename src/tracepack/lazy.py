@@ -85,6 +85,7 @@ _CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec 
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
+_U32: Final = struct.Struct("<I")
 
 
 @cache
@@ -445,16 +446,18 @@ class LazyDocument(ModuleRendering):
         return value
 
     def _string_bytes(self, i: int, where: str) -> memoryview:
-        self._ref("strings", i, "strings", where)
+        if not 0 <= i < self._rows["strings"]:
+            self._ref("strings", i, "strings", where)
         r = self._r
         at = self._strings_at + 4 * i + self._string_offsets[i]
-        size = r.u32(at)
+        size = r.u32(at) if not 0 <= at <= r.n - 4 else _U32.unpack_from(r.mv, at)[0]  # r.u32 raises
         if at + 4 + size > r.n:
             raise rt.Bad(f"string {i} at byte {at} overruns the buffer ({r.n} bytes)")
         return r.mv[at + 4 : at + 4 + size]
 
     def _string(self, i: int, where: str) -> str:
-        self._live()
+        if self._closed:
+            self._live()
         text = self._decoded.get(i)
         if text is not None:
             return text
@@ -751,19 +754,25 @@ class LazyDocument(ModuleRendering):
         if lo == len(handles) or handles[lo] != handle:
             raise NotFoundError(f"no debug handle {handle}", key=handle, where="debug_handle")
         i = lo
-        ref = self._ref
-        rng = ref("ranges", t["range"][i], "ranges", f"$.debug_handles.range[{i}]")
+        ref, rows = self._ref, self._rows
+        rng, stack, module, op = t["range"][i], t["stack"][i], t["module"][i], t["op"][i]
+        # The places are formatted only for an error: this is the hot path of a symbolicator.
+        if not 0 <= rng < rows["ranges"]:
+            ref("ranges", rng, "ranges", f"$.debug_handles.range[{i}]")
+        if not 0 <= stack < rows["stacks"]:
+            ref("stacks", stack, "stacks", f"$.debug_handles.stack[{i}]")
+        if not 0 <= module < rows["modules"]:
+            ref("modules", module, "modules", f"$.debug_handles.module[{i}]")
         src = None
         if rng:
             r = self._cols["ranges"]
             source = ref("sources", r["source"][rng], "sources", f"$.ranges.source[{rng}]")
             file = ref("strings", self._cols["sources"]["file"][source], "strings", f"$.sources.file[{source}]", -1)
             src = (self._string(file, f"$.sources.file[{source}]") if file >= 0 else "", r["start"][rng], r["end"][rng])
-        stack = ref("stacks", t["stack"][i], "stacks", f"$.debug_handles.stack[{i}]")
-        module = ref("modules", t["module"][i], "modules", f"$.debug_handles.module[{i}]")
+        op_text = self._decoded.get(op)
         return DebugHandle(
             handle,
-            self._string(t["op"][i], f"$.debug_handles.op[{i}]"),
+            op_text if op_text is not None else self._string(op, f"$.debug_handles.op[{i}]"),
             self.stack_trace(stack),
             self.module_hierarchy(module),
             src,

@@ -33,6 +33,17 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tracepack.cli.runtime",
 )
 
+#: The module that registers each command, so that a command line imports only its own module (and
+#: what that module needs); --help, a mistyped command or none at all load every module.
+#: tests/ux/test_cli.py checks it against what the modules register.
+COMMAND_OWNERS: dict[str, str] = {
+    **dict.fromkeys(("convert", "inspect", "trace", "expand", "demo"), "tracepack.cli.core"),
+    **dict.fromkeys(("nodes", "diff", "cat", "export"), "tracepack.cli.query"),
+    **dict.fromkeys(("pack", "unpack", "upgrade"), "tracepack.cli.torch"),
+    "schema": "tracepack.cli.schema",
+    **dict.fromkeys(("symbolicate", "annotate"), "tracepack.cli.runtime"),
+}
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 through our own handler."""
@@ -49,13 +60,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, where=sub or None)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone when a module registers it."""
     from tracepack import __version__
 
     p = _Parser(prog="tracepack", description="Exported ML graphs and their debug info, typed and interned.")
     p.add_argument("--version", action="version", version=f"tracepack {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    owner = COMMAND_OWNERS.get(command or "")
+    for name in COMMAND_MODULES if owner is None else (owner,):
         importlib.import_module(name).register(sub)
     return p
 
@@ -63,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tracepack`` command; returns the exit code."""
     try:
-        args, rest = build_parser().parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        words = list(sys.argv[1:] if argv is None else argv)
+        args, rest = build_parser(words[0] if words else None).parse_known_args(words)
         if rest and args.command != "schema":
             raise UsageError(f"unrecognized arguments: {' '.join(rest)}")
         args.rest = rest

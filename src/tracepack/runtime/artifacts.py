@@ -56,11 +56,11 @@ def _lazy_or_none(path: str, data: bytes) -> Any:
 
 def open_artifact(path: str, *, methods: list[str] | None = None) -> list[Symbolicator]:
     """One symbolicator per method (ExecuTorch) or one for the whole artifact."""
-    from tracepack.formats import read_document
-
     lazy = _lazy_or_none(path, _head(path))  # a lazily readable .tpk is never read whole
     if lazy is not None:
         return [Symbolicator(lazy, source=path)]
+    from tracepack.formats import read_document
+
     data = _read(path)
     if data[:4] == b"PK\x03\x04":
         from tracepack.io.zip import open_archive

@@ -8,7 +8,20 @@ every string, source line, frame, call stack and module path is stored once, and
 by index.
 """
 
-from . import convert, json_model, model, validate
+from typing import TYPE_CHECKING, Any
+
 from .model import SCHEMA_NAME, SCHEMA_SHA256, SCHEMA_VERSION
 
+if TYPE_CHECKING:
+    from . import convert, json_model, model, validate
+
 __all__ = ["SCHEMA_NAME", "SCHEMA_SHA256", "SCHEMA_VERSION", "convert", "json_model", "model", "validate"]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: a submodule loads on first use (the lazy reader needs none of convert, json_model, validate)
+    if name in ("convert", "json_model", "validate"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
