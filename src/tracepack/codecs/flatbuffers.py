@@ -14,6 +14,12 @@ binary search instead of a scan. It is derived data: :func:`decode` ignores it,
 and a payload without it (written by another FlatBuffers producer) decodes and
 opens all the same.
 
+The layout inside the document buffer depends on the schema version, never the wire format: 1.0
+and 1.1 share vtables between tables (their files stay byte for byte as released); from 1.2 on every
+table has its own vtable right before it (``emit_fbs_python.share_vtables``), so sibling tables start
+with the same bytes and zstd stores them almost for free (a third smaller compressed on torch graphs
+of 1,000 nodes, 20% larger uncompressed). Both are standard FlatBuffers that every reader reads.
+
 Encoding and decoding go through code generated from the schema for each
 version (``tracepack_generated.vX_Y.fbcodec``, on the runtime
 :mod:`tracepack.codecs._fbrt`): numeric columns move as whole arrays in one C

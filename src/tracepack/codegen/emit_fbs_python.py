@@ -29,7 +29,7 @@ from tracepack.codegen.emit_python import float_literal, header_lines
 from tracepack.codegen.model import Field, Schema, Struct, TypeRef
 from tracepack.errors import SchemaError
 
-__all__ = ["emit_fbs_python", "slot_table"]
+__all__ = ["emit_fbs_python", "share_vtables", "slot_table"]
 
 _CODES = {
     "bool": "?",
@@ -452,7 +452,7 @@ class _Emitter:
             "",
             f"def encode(doc: m.{root}) -> bytes:",
             '    """The FlatBuffer of ``doc`` (without the side index; see ``tracepack.codecs.flatbuffers``)."""',
-            "    w = rt.Writer()",
+            f"    w = rt.Writer({'' if share_vtables(schema) else 'share_vtables=False'})",
             f"    return w.finish(_e_{_snake(root)}(w, doc), FILE_IDENTIFIER)",
             "",
             "",
@@ -479,6 +479,13 @@ class _Emitter:
         ]
         out += self._writers()
         return "\n".join(out) + "\n"
+
+
+def share_vtables(schema: Schema) -> bool:
+    """Whether the version's writer shares vtables between tables (1.0 and 1.1: their files stay byte
+    for byte as they were), or writes each table's own vtable right before it (1.2 on: see
+    :class:`tracepack.codecs._fbrt.Writer`). Either is standard FlatBuffers, and every reader reads both."""
+    return (schema.major, schema.minor) < (1, 2)
 
 
 def _emit_fb_init(schema: Schema) -> str:

@@ -603,7 +603,7 @@ SPECS: Final[dict[str, rt.TableSpec]] = {
 
 def encode(doc: m.Document) -> bytes:
     """The FlatBuffer of ``doc`` (without the side index; see ``tracepack.codecs.flatbuffers``)."""
-    w = rt.Writer()
+    w = rt.Writer(share_vtables=False)
     return w.finish(_e_document(w, doc), FILE_IDENTIFIER)
 
 
