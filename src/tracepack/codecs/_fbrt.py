@@ -478,7 +478,7 @@ class Reader:
             # cache by position is bounded.
             # A vtable right before its table (what Writer(share_vtables=False) writes) is the bytes
             # between them: equal to a known vtable, it is one (a vtable starts with its own size).
-            lay = spec._layouts.get(mv[vt:pos].tobytes()) if 4 <= pos - vt <= 256 and vt >= 0 else None  # noqa: SLF001
+            lay = spec._layouts.get(mv[vt:pos].tobytes()) if 4 <= pos - vt <= 256 and vt >= 0 else None
             if lay is None:
                 lay = self._layout(spec, vt, pos)
             if len(self.layouts) < _POSITIONS:
