@@ -151,3 +151,47 @@ def test_other_releases_are_generated_on_first_use_and_cached(monkeypatch: pytes
     monkeypatch.setattr(serde, "_BOUND", {})
     assert serde.converters().origin == str(cached[0])
     assert cached[0].stat().st_mtime_ns == stamp  # reused, not rewritten
+
+
+RELEASES = sorted((ROOT / "tests" / "data" / "torch" / "releases").glob("*/*.pt2"))
+
+
+@pytest.mark.parametrize("path", RELEASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_old_releases_upgraded_programs_convert_like_torch(path: Path) -> None:
+    """What the upgrade path hands the converter for every release's files (torch 2.3-2.5 wrote
+    ``as_none: []``, which torch's converter keeps): the generated one gives torch's result, so
+    old files load through it, not torch's reflective one."""
+    from tracepack.io.zip import open_archive
+    from tracepack.torch import pt2, upgrade
+
+    with open_archive(path.read_bytes(), source=str(path)) as archive:
+        _, raw = pt2.read_program(archive)
+    program = upgrade._fitted(upgrade._upgraded(json.loads(raw), where=path.name), where=path.name)
+    ours = CONV.convert("ExportedProgram", program, source=path.name)
+    theirs = torch_convert("ExportedProgram", program)
+    assert ours == theirs
+    assert repr(ours) == repr(theirs)
+
+
+def test_as_none_accepts_what_torch_wrote_and_nothing_else() -> None:
+    assert CONV.convert("Argument", {"as_none": []}, source="x") == torch_convert("Argument", {"as_none": []})
+    assert CONV.convert("Argument", {"as_none": True}, source="x") == torch_convert("Argument", {"as_none": True})
+    with pytest.raises(LegacyFormatError, match=r"\$\.as_none.*expected a boolean"):
+        CONV.convert("Argument", {"as_none": [1]}, source="x")
+    with pytest.raises(LegacyFormatError, match=r"\$\.as_bool.*expected a boolean"):
+        CONV.convert("Argument", {"as_bool": []}, source="x")
+
+
+def test_fields_the_installed_torch_lacks_are_dropped_when_empty_else_named() -> None:
+    """torch 2.6/2.7 have fewer schema fields than the 8.x layout the upgrade chain writes."""
+    from tracepack.errors import VersionError
+    from tracepack.torch import upgrade
+
+    with zipfile.ZipFile(CORPUS / "cond.pt2") as z:
+        program = json.loads(z.read("cond/models/model.json"))
+    node = program["graph_module"]["graph"]["nodes"][0]
+    node["from_a_newer_torch"] = []
+    assert "from_a_newer_torch" not in upgrade._fitted(program, where="m.json")["graph_module"]["graph"]["nodes"][0]
+    node["from_a_newer_torch"] = 3
+    with pytest.raises(VersionError, match=r"m\.json.*\$\.graph_module\.graph\.nodes\[0\]\.from_a_newer_torch"):
+        upgrade._fitted(program, where="m.json")

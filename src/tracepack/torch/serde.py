@@ -169,7 +169,8 @@ def _locate(types: dict[str, Any], name: str, data: Any, where: str) -> tuple[st
             ((k, inner),) = v.items()
             if k not in tags:
                 return path, f"a {t}: one of the keys {', '.join(tags)}", f"found key {k!r}"[:120]
-            stack.append((_parse(tags[k]), inner, f"{path}.{k}"))
+            if not (k == "as_none" and tags[k] == "bool" and inner == []):  # torch 2.3-2.5's "none"
+                stack.append((_parse(tags[k]), inner, f"{path}.{k}"))
             continue
         todo = []
         for f, ft, default in fields:

@@ -224,18 +224,71 @@ def _upgraded(program: Any, *, where: str) -> Any:
     return upgraded
 
 
+#: Fields the upgrade chain fills in that an older torch of the same major derives itself: dropped
+#: (whatever their value) where the installed torch's schema has no such field.
+_DERIVED = {("Node", "name"), ("ExportedProgram", "torch_version")}
+
+
+def _fitted(program: Any, *, where: str) -> Any:
+    """``program`` without the fields the installed torch's schema lacks (torch 2.6/2.7 have fewer
+    than the 8.x layout the upgrade chain writes): dropped when they hold their empty default or
+    are derived (:data:`_DERIVED`); any other value is a :class:`VersionError` naming its place."""
+    from tracepack.codegen.torch_schema import parse_type
+    from tracepack.torch.serde import converters
+
+    types = converters().types
+    stack: list[tuple[Any, Any, str]] = [("ExportedProgram", program, "$")]
+    while stack:
+        t, v, path = stack.pop()
+        if v is None:
+            continue
+        if isinstance(t, tuple):
+            kind, inner = t
+            if kind == "optional":
+                stack.append((inner, v, path))
+            elif kind == "list" and type(v) is list:
+                stack += [(inner, e, f"{path}[{i}]") for i, e in enumerate(v)]
+            elif kind == "dict" and type(v) is dict:
+                stack += [(inner, e, f"{path}.{k}") for k, e in v.items()]
+            continue
+        if t not in types or type(v) is not dict:
+            continue
+        kind, fields = types[t]
+        known = {f: ft for f, ft, _ in fields}
+        if kind == "union":
+            stack += [(parse_type(known[k]), e, f"{path}.{k}") for k, e in v.items() if k in known]
+            continue
+        if kind != "struct":
+            continue
+        for k in [k for k in v if k not in known]:
+            value = v[k]
+            if (t, k) in _DERIVED or value is None or value is False or value in ([], {}, ""):
+                del v[k]
+                continue
+            raise VersionError(
+                f"{t}.{k} is not in torch {_torch().__version__}'s export schema "
+                f"{installed_schema()}: a newer torch is needed to load this program",
+                source=where,
+                where=f"{path}.{k}",
+            )
+        stack += [(parse_type(known[k]), e, f"{path}.{k}") for k, e in v.items()]
+    return program
+
+
 def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: Any, *, where: str) -> Any:
     target = installed_schema()
-    upgraded = upgrade_program(program, source=where, target=target)
+    if schema_version_of(program) == target:
+        upgraded = program  # a flat archive of the installed torch's own schema (torch 2.6/2.7): as torch reads it
+    else:
+        upgraded = upgrade_program(program, source=where, target=target)
     missing = missing_operator(upgraded)
     if missing is not None:
         node, op = missing
         raise VersionError(f"operator {op} (node {node}) does not exist in torch {_torch().__version__}", source=where)
-    serde = importlib.import_module("torch._export.serde.serialize")
-    try:
-        serialized = serde._dict_to_dataclass(serde.ExportedProgram, upgraded)
-    except Exception as exc:  # torch's converter raises whatever the data provokes
-        raise LegacyFormatError(f"the upgraded program does not fit torch's schema: {exc}", source=where) from None
+    from tracepack.torch.serde import converters
+
+    # The converters generated from the installed torch's schema (torch's reflective one is ~10x slower).
+    serialized = converters().convert("ExportedProgram", _fitted(upgraded, where=where), source=where)
     if isinstance(example_inputs, dict) or example_inputs is None:
         example_inputs = None
     from tracepack.torch.loader import deserialize

@@ -594,67 +594,67 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_none":
-            x = _t12 if type(_t12 := v) is bool else _bad()
+            x = v if type(v) is bool or v == [] else _bad()
         elif k == "as_tensor":
             x = _c_TensorArgument(v)
         elif k == "as_tensors":
-            x = [_c_TensorArgument(_e15) for _e15 in _list(v)]
+            x = [_c_TensorArgument(_e14) for _e14 in _list(v)]
         elif k == "as_int":
-            x = _t17 if type(_t17 := v) is int else _bad()
+            x = _t16 if type(_t16 := v) is int else _bad()
         elif k == "as_ints":
-            x = [_e19 if type(_e19) is int else _bad() for _e19 in _list(v)]
+            x = [_e18 if type(_e18) is int else _bad() for _e18 in _list(v)]
         elif k == "as_float":
-            x = _t20 if type(_t20 := v) is float else _float(_t20)
+            x = _t19 if type(_t19 := v) is float else _float(_t19)
         elif k == "as_floats":
-            x = [(_t23 if type(_t23 := _e22) is float else _float(_t23)) for _e22 in _list(v)]
+            x = [(_t22 if type(_t22 := _e21) is float else _float(_t22)) for _e21 in _list(v)]
         elif k == "as_string":
-            x = _t24 if type(_t24 := v) is str else _bad()
+            x = _t23 if type(_t23 := v) is str else _bad()
         elif k == "as_strings":
-            x = [_e26 if type(_e26) is str else _bad() for _e26 in _list(v)]
+            x = [_e25 if type(_e25) is str else _bad() for _e25 in _list(v)]
         elif k == "as_sym_int":
             x = _c_SymIntArgument(v)
         elif k == "as_sym_ints":
-            x = [_c_SymIntArgument(_e29) for _e29 in _list(v)]
+            x = [_c_SymIntArgument(_e28) for _e28 in _list(v)]
         elif k == "as_scalar_type":
-            x = _t31 if type(_t31 := v) is int and _t31 in _E_ScalarType else _bad()
+            x = _t30 if type(_t30 := v) is int and _t30 in _E_ScalarType else _bad()
         elif k == "as_memory_format":
-            x = _t32 if type(_t32 := v) is int and _t32 in _E_MemoryFormat else _bad()
+            x = _t31 if type(_t31 := v) is int and _t31 in _E_MemoryFormat else _bad()
         elif k == "as_layout":
-            x = _t33 if type(_t33 := v) is int and _t33 in _E_Layout else _bad()
+            x = _t32 if type(_t32 := v) is int and _t32 in _E_Layout else _bad()
         elif k == "as_device":
             x = _c_Device(v)
         elif k == "as_bool":
-            x = _t35 if type(_t35 := v) is bool else _bad()
+            x = _t34 if type(_t34 := v) is bool else _bad()
         elif k == "as_bools":
-            x = [_e37 if type(_e37) is bool else _bad() for _e37 in _list(v)]
+            x = [_e36 if type(_e36) is bool else _bad() for _e36 in _list(v)]
         elif k == "as_sym_bool":
             x = _c_SymBoolArgument(v)
         elif k == "as_sym_bools":
-            x = [_c_SymBoolArgument(_e40) for _e40 in _list(v)]
+            x = [_c_SymBoolArgument(_e39) for _e39 in _list(v)]
         elif k == "as_graph":
             x = _c_GraphArgument(v)
         elif k == "as_optional_tensors":
-            x = [_c_OptionalTensorArgument(_e44) for _e44 in _list(v)]
+            x = [_c_OptionalTensorArgument(_e43) for _e43 in _list(v)]
         elif k == "as_custom_obj":
             x = _c_CustomObjArgument(v)
         elif k == "as_operator":
-            x = _t47 if type(_t47 := v) is str else _bad()
+            x = _t46 if type(_t46 := v) is str else _bad()
         elif k == "as_sym_float":
             x = _c_SymFloatArgument(v)
         elif k == "as_sym_floats":
-            x = [_c_SymFloatArgument(_e50) for _e50 in _list(v)]
+            x = [_c_SymFloatArgument(_e49) for _e49 in _list(v)]
         elif k == "as_optional_tensor":
             x = _c_OptionalTensorArgument(v)
         elif k == "as_complex":
             x = _c_ComplexValue(v)
         elif k == "as_nested_tensors":
-            x = [[_c_TensorArgument(_e57) for _e57 in _list(_e55)] for _e55 in _list(v)]
+            x = [[_c_TensorArgument(_e56) for _e56 in _list(_e54)] for _e54 in _list(v)]
         elif k == "as_int_lists":
-            x = [[_e62 if type(_e62) is int else _bad() for _e62 in _list(_e60)] for _e60 in _list(v)]
+            x = [[_e61 if type(_e61) is int else _bad() for _e61 in _list(_e59)] for _e59 in _list(v)]
         elif k == "as_string_to_argument":
-            x = {_k64: _c_Argument(_e65) for _k64, _e65 in _dict(v).items()}
+            x = {_k63: _c_Argument(_e64) for _k63, _e64 in _dict(v).items()}
         elif k == "as_float_lists":
-            x = [[(_t71 if type(_t71 := _e70) is float else _float(_t71)) for _e70 in _list(_e68)] for _e68 in _list(v)]
+            x = [[(_t70 if type(_t70 := _e69) is float else _float(_t70)) for _e69 in _list(_e67)] for _e67 in _list(v)]
         else:
             _bad()
         o = _new(_C_Argument)
@@ -669,7 +669,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_BufferMutationSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "buffer_name": (_t73 if type(_t73 := d["buffer_name"]) is str else _bad()),
+            "buffer_name": (_t72 if type(_t72 := d["buffer_name"]) is str else _bad()),
         }
         return o
 
@@ -678,8 +678,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_ComplexValue)
         o.__dict__ = {
-            "real": (_t74 if type(_t74 := d["real"]) is float else _float(_t74)),
-            "imag": (_t75 if type(_t75 := d["imag"]) is float else _float(_t75)),
+            "real": (_t73 if type(_t73 := d["real"]) is float else _float(_t73)),
+            "imag": (_t74 if type(_t74 := d["imag"]) is float else _float(_t74)),
         }
         return o
 
@@ -689,15 +689,15 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_none":
-            x = _t76 if type(_t76 := v) is bool else _bad()
+            x = v if type(v) is bool or v == [] else _bad()
         elif k == "as_int":
-            x = _t77 if type(_t77 := v) is int else _bad()
+            x = _t75 if type(_t75 := v) is int else _bad()
         elif k == "as_float":
-            x = _t78 if type(_t78 := v) is float else _float(_t78)
+            x = _t76 if type(_t76 := v) is float else _float(_t76)
         elif k == "as_string":
-            x = _t79 if type(_t79 := v) is str else _bad()
+            x = _t77 if type(_t77 := v) is str else _bad()
         elif k == "as_bool":
-            x = _t80 if type(_t80 := v) is bool else _bad()
+            x = _t78 if type(_t78 := v) is bool else _bad()
         else:
             _bad()
         o = _new(_C_ConstantValue)
@@ -711,8 +711,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_CustomObjArgument)
         o.__dict__ = {
-            "name": (_t81 if type(_t81 := d["name"]) is str else _bad()),
-            "class_fqn": (_t82 if type(_t82 := d["class_fqn"]) is str else _bad()),
+            "name": (_t79 if type(_t79 := d["name"]) is str else _bad()),
+            "class_fqn": (_t80 if type(_t80 := d["class_fqn"]) is str else _bad()),
         }
         return o
 
@@ -721,8 +721,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_Device)
         o.__dict__ = {
-            "type": (_t83 if type(_t83 := d["type"]) is str else _bad()),
-            "index": (None if (_t84 := d["index"]) is None else (_t85 if type(_t85 := _t84) is int else _bad()))
+            "type": (_t81 if type(_t81 := d["type"]) is str else _bad()),
+            "index": (None if (_t82 := d["index"]) is None else (_t83 if type(_t83 := _t82) is int else _bad()))
             if "index" in d
             else None,
         }
@@ -735,20 +735,20 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o.__dict__ = {
             "graph_module": _c_GraphModule(d["graph_module"]),
             "opset_version": {
-                _k88: (_t90 if type(_t90 := _e89) is int else _bad())
-                for _k88, _e89 in _dict(d["opset_version"]).items()
+                _k86: (_t88 if type(_t88 := _e87) is int else _bad())
+                for _k86, _e87 in _dict(d["opset_version"]).items()
             },
             "range_constraints": {
-                _k92: _c_RangeConstraint(_e93) for _k92, _e93 in _dict(d["range_constraints"]).items()
+                _k90: _c_RangeConstraint(_e91) for _k90, _e91 in _dict(d["range_constraints"]).items()
             },
             "schema_version": _c_SchemaVersion(d["schema_version"]),
-            "verifiers": [_e97 if type(_e97) is str else _bad() for _e97 in _list(d["verifiers"])]
+            "verifiers": [_e95 if type(_e95) is str else _bad() for _e95 in _list(d["verifiers"])]
             if "verifiers" in d
             else [],
-            "torch_version": (_t98 if type(_t98 := d["torch_version"]) is str else _bad())
+            "torch_version": (_t96 if type(_t96 := d["torch_version"]) is str else _bad())
             if "torch_version" in d
             else "<=2.4",
-            "guards_code": [_e100 if type(_e100) is str else _bad() for _e100 in _list(d["guards_code"])]
+            "guards_code": [_e98 if type(_e98) is str else _bad() for _e98 in _list(d["guards_code"])]
             if "guards_code" in d
             else [],
         }
@@ -759,7 +759,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_ExternKernelNode)
         o.__dict__ = {
-            "name": (_t101 if type(_t101 := d["name"]) is str else _bad()),
+            "name": (_t99 if type(_t99 := d["name"]) is str else _bad()),
             "node": _c_Node(d["node"]),
         }
         return o
@@ -769,7 +769,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_ExternKernelNodes)
         o.__dict__ = {
-            "nodes": [_c_ExternKernelNode(_e104) for _e104 in _list(d["nodes"])],
+            "nodes": [_c_ExternKernelNode(_e102) for _e102 in _list(d["nodes"])],
         }
         return o
 
@@ -779,7 +779,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_GradientToParameterSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "parameter_name": (_t107 if type(_t107 := d["parameter_name"]) is str else _bad()),
+            "parameter_name": (_t105 if type(_t105 := d["parameter_name"]) is str else _bad()),
         }
         return o
 
@@ -789,7 +789,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_GradientToUserInputSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "user_input_name": (_t109 if type(_t109 := d["user_input_name"]) is str else _bad()),
+            "user_input_name": (_t107 if type(_t107 := d["user_input_name"]) is str else _bad()),
         }
         return o
 
@@ -798,21 +798,21 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_Graph)
         o.__dict__ = {
-            "inputs": [_c_Argument(_e111) for _e111 in _list(d["inputs"])],
-            "outputs": [_c_Argument(_e114) for _e114 in _list(d["outputs"])],
-            "nodes": [_c_Node(_e117) for _e117 in _list(d["nodes"])],
-            "tensor_values": {_k120: _c_TensorMeta(_e121) for _k120, _e121 in _dict(d["tensor_values"]).items()},
-            "sym_int_values": {_k124: _c_SymInt(_e125) for _k124, _e125 in _dict(d["sym_int_values"]).items()},
-            "sym_bool_values": {_k128: _c_SymBool(_e129) for _k128, _e129 in _dict(d["sym_bool_values"]).items()},
-            "is_single_tensor_return": (_t131 if type(_t131 := d["is_single_tensor_return"]) is bool else _bad())
+            "inputs": [_c_Argument(_e109) for _e109 in _list(d["inputs"])],
+            "outputs": [_c_Argument(_e112) for _e112 in _list(d["outputs"])],
+            "nodes": [_c_Node(_e115) for _e115 in _list(d["nodes"])],
+            "tensor_values": {_k118: _c_TensorMeta(_e119) for _k118, _e119 in _dict(d["tensor_values"]).items()},
+            "sym_int_values": {_k122: _c_SymInt(_e123) for _k122, _e123 in _dict(d["sym_int_values"]).items()},
+            "sym_bool_values": {_k126: _c_SymBool(_e127) for _k126, _e127 in _dict(d["sym_bool_values"]).items()},
+            "is_single_tensor_return": (_t129 if type(_t129 := d["is_single_tensor_return"]) is bool else _bad())
             if "is_single_tensor_return" in d
             else False,
             "custom_obj_values": {
-                _k133: _c_CustomObjArgument(_e134) for _k133, _e134 in _dict(d["custom_obj_values"]).items()
+                _k131: _c_CustomObjArgument(_e132) for _k131, _e132 in _dict(d["custom_obj_values"]).items()
             }
             if "custom_obj_values" in d
             else {},
-            "sym_float_values": {_k137: _c_SymFloat(_e138) for _k137, _e138 in _dict(d["sym_float_values"]).items()}
+            "sym_float_values": {_k135: _c_SymFloat(_e136) for _k135, _e136 in _dict(d["sym_float_values"]).items()}
             if "sym_float_values" in d
             else {},
         }
@@ -823,7 +823,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_GraphArgument)
         o.__dict__ = {
-            "name": (_t140 if type(_t140 := d["name"]) is str else _bad()),
+            "name": (_t138 if type(_t138 := d["name"]) is str else _bad()),
             "graph": _c_Graph(d["graph"]),
         }
         return o
@@ -835,15 +835,15 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o.__dict__ = {
             "graph": _c_Graph(d["graph"]),
             "signature": _c_GraphSignature(d["signature"]),
-            "module_call_graph": [_c_ModuleCallEntry(_e145) for _e145 in _list(d["module_call_graph"])],
+            "module_call_graph": [_c_ModuleCallEntry(_e143) for _e143 in _list(d["module_call_graph"])],
             "metadata": {
-                _k148: (_t150 if type(_t150 := _e149) is str else _bad())
-                for _k148, _e149 in _dict(d["metadata"]).items()
+                _k146: (_t148 if type(_t148 := _e147) is str else _bad())
+                for _k146, _e147 in _dict(d["metadata"]).items()
             }
             if "metadata" in d
             else {},
             "treespec_namedtuple_fields": {
-                _k152: _c_NamedTupleDef(_e153) for _k152, _e153 in _dict(d["treespec_namedtuple_fields"]).items()
+                _k150: _c_NamedTupleDef(_e151) for _k150, _e151 in _dict(d["treespec_namedtuple_fields"]).items()
             }
             if "treespec_namedtuple_fields" in d
             else {},
@@ -855,8 +855,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_GraphSignature)
         o.__dict__ = {
-            "input_specs": [_c_InputSpec(_e156) for _e156 in _list(d["input_specs"])],
-            "output_specs": [_c_OutputSpec(_e159) for _e159 in _list(d["output_specs"])],
+            "input_specs": [_c_InputSpec(_e154) for _e154 in _list(d["input_specs"])],
+            "output_specs": [_c_OutputSpec(_e157) for _e157 in _list(d["output_specs"])],
         }
         return o
 
@@ -893,8 +893,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_InputToBufferSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "buffer_name": (_t169 if type(_t169 := d["buffer_name"]) is str else _bad()),
-            "persistent": (_t170 if type(_t170 := d["persistent"]) is bool else _bad()),
+            "buffer_name": (_t167 if type(_t167 := d["buffer_name"]) is str else _bad()),
+            "persistent": (_t168 if type(_t168 := d["persistent"]) is bool else _bad()),
         }
         return o
 
@@ -903,7 +903,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_InputToConstantInputSpec)
         o.__dict__ = {
-            "name": (_t171 if type(_t171 := d["name"]) is str else _bad()),
+            "name": (_t169 if type(_t169 := d["name"]) is str else _bad()),
             "value": _c_ConstantValue(d["value"]),
         }
         return o
@@ -914,7 +914,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_InputToCustomObjSpec)
         o.__dict__ = {
             "arg": _c_CustomObjArgument(d["arg"]),
-            "custom_obj_name": (_t174 if type(_t174 := d["custom_obj_name"]) is str else _bad()),
+            "custom_obj_name": (_t172 if type(_t172 := d["custom_obj_name"]) is str else _bad()),
         }
         return o
 
@@ -924,7 +924,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_InputToParameterSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "parameter_name": (_t176 if type(_t176 := d["parameter_name"]) is str else _bad()),
+            "parameter_name": (_t174 if type(_t174 := d["parameter_name"]) is str else _bad()),
         }
         return o
 
@@ -934,7 +934,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_InputToTensorConstantSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "tensor_constant_name": (_t178 if type(_t178 := d["tensor_constant_name"]) is str else _bad()),
+            "tensor_constant_name": (_t176 if type(_t176 := d["tensor_constant_name"]) is str else _bad()),
         }
         return o
 
@@ -961,8 +961,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_ModuleCallEntry)
         o.__dict__ = {
-            "fqn": (_t181 if type(_t181 := d["fqn"]) is str else _bad()),
-            "signature": (None if (_t182 := d["signature"]) is None else _c_ModuleCallSignature(_t182))
+            "fqn": (_t179 if type(_t179 := d["fqn"]) is str else _bad()),
+            "signature": (None if (_t180 := d["signature"]) is None else _c_ModuleCallSignature(_t180))
             if "signature" in d
             else None,
         }
@@ -973,14 +973,14 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_ModuleCallSignature)
         o.__dict__ = {
-            "inputs": [_c_Argument(_e185) for _e185 in _list(d["inputs"])],
-            "outputs": [_c_Argument(_e188) for _e188 in _list(d["outputs"])],
-            "in_spec": (_t190 if type(_t190 := d["in_spec"]) is str else _bad()),
-            "out_spec": (_t191 if type(_t191 := d["out_spec"]) is str else _bad()),
+            "inputs": [_c_Argument(_e183) for _e183 in _list(d["inputs"])],
+            "outputs": [_c_Argument(_e186) for _e186 in _list(d["outputs"])],
+            "in_spec": (_t188 if type(_t188 := d["in_spec"]) is str else _bad()),
+            "out_spec": (_t189 if type(_t189 := d["out_spec"]) is str else _bad()),
             "forward_arg_names": (
                 None
-                if (_t192 := d["forward_arg_names"]) is None
-                else [_e194 if type(_e194) is str else _bad() for _e194 in _list(_t192)]
+                if (_t190 := d["forward_arg_names"]) is None
+                else [_e192 if type(_e192) is str else _bad() for _e192 in _list(_t190)]
             )
             if "forward_arg_names" in d
             else None,
@@ -992,12 +992,12 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_NamedArgument)
         o.__dict__ = {
-            "name": (_t195 if type(_t195 := d["name"]) is str else _bad()),
+            "name": (_t193 if type(_t193 := d["name"]) is str else _bad()),
             "arg": _c_Argument(d["arg"]),
             "kind": (
                 None
-                if (_t197 := d["kind"]) is None
-                else (_t198 if type(_t198 := _t197) is int and _t198 in _E_ArgumentKind else _bad())
+                if (_t195 := d["kind"]) is None
+                else (_t196 if type(_t196 := _t195) is int and _t196 in _E_ArgumentKind else _bad())
             )
             if "kind" in d
             else None,
@@ -1009,7 +1009,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_NamedTupleDef)
         o.__dict__ = {
-            "field_names": [_e200 if type(_e200) is str else _bad() for _e200 in _list(d["field_names"])],
+            "field_names": [_e198 if type(_e198) is str else _bad() for _e198 in _list(d["field_names"])],
         }
         return o
 
@@ -1018,21 +1018,21 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_Node)
         o.__dict__ = {
-            "target": (_t201 if type(_t201 := d["target"]) is str else _bad()),
-            "inputs": [_c_NamedArgument(_e203) for _e203 in _list(d["inputs"])],
-            "outputs": [_c_Argument(_e206) for _e206 in _list(d["outputs"])],
+            "target": (_t199 if type(_t199 := d["target"]) is str else _bad()),
+            "inputs": [_c_NamedArgument(_e201) for _e201 in _list(d["inputs"])],
+            "outputs": [_c_Argument(_e204) for _e204 in _list(d["outputs"])],
             "metadata": {
-                _k209: (_t211 if type(_t211 := _e210) is str else _bad())
-                for _k209, _e210 in _dict(d["metadata"]).items()
+                _k207: (_t209 if type(_t209 := _e208) is str else _bad())
+                for _k207, _e208 in _dict(d["metadata"]).items()
             },
             "is_hop_single_tensor_return": (
                 None
-                if (_t212 := d["is_hop_single_tensor_return"]) is None
-                else (_t213 if type(_t213 := _t212) is bool else _bad())
+                if (_t210 := d["is_hop_single_tensor_return"]) is None
+                else (_t211 if type(_t211 := _t210) is bool else _bad())
             )
             if "is_hop_single_tensor_return" in d
             else None,
-            "name": (None if (_t214 := d["name"]) is None else (_t215 if type(_t215 := _t214) is str else _bad()))
+            "name": (None if (_t212 := d["name"]) is None else (_t213 if type(_t213 := _t212) is str else _bad()))
             if "name" in d
             else None,
         }
@@ -1046,7 +1046,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         if k == "as_tensor":
             x = _c_TensorArgument(v)
         elif k == "as_none":
-            x = _t217 if type(_t217 := v) is bool else _bad()
+            x = v if type(v) is bool or v == [] else _bad()
         else:
             _bad()
         o = _new(_C_OptionalTensorArgument)
@@ -1099,7 +1099,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_ParameterMutationSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "parameter_name": (_t228 if type(_t228 := d["parameter_name"]) is str else _bad()),
+            "parameter_name": (_t225 if type(_t225 := d["parameter_name"]) is str else _bad()),
         }
         return o
 
@@ -1108,7 +1108,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_PayloadConfig)
         o.__dict__ = {
-            "config": {_k230: _c_PayloadMeta(_e231) for _k230, _e231 in _dict(d["config"]).items()},
+            "config": {_k227: _c_PayloadMeta(_e228) for _k227, _e228 in _dict(d["config"]).items()},
         }
         return o
 
@@ -1117,10 +1117,10 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_PayloadMeta)
         o.__dict__ = {
-            "path_name": (_t233 if type(_t233 := d["path_name"]) is str else _bad()),
-            "is_param": (_t234 if type(_t234 := d["is_param"]) is bool else _bad()),
-            "use_pickle": (_t235 if type(_t235 := d["use_pickle"]) is bool else _bad()),
-            "tensor_meta": (None if (_t236 := d["tensor_meta"]) is None else _c_TensorMeta(_t236)),
+            "path_name": (_t230 if type(_t230 := d["path_name"]) is str else _bad()),
+            "is_param": (_t231 if type(_t231 := d["is_param"]) is bool else _bad()),
+            "use_pickle": (_t232 if type(_t232 := d["use_pickle"]) is bool else _bad()),
+            "tensor_meta": (None if (_t233 := d["tensor_meta"]) is None else _c_TensorMeta(_t233)),
         }
         return o
 
@@ -1130,10 +1130,10 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_RangeConstraint)
         o.__dict__ = {
             "min_val": (
-                None if (_t238 := d["min_val"]) is None else (_t239 if type(_t239 := _t238) is int else _bad())
+                None if (_t235 := d["min_val"]) is None else (_t236 if type(_t236 := _t235) is int else _bad())
             ),
             "max_val": (
-                None if (_t240 := d["max_val"]) is None else (_t241 if type(_t241 := _t240) is int else _bad())
+                None if (_t237 := d["max_val"]) is None else (_t238 if type(_t238 := _t237) is int else _bad())
             ),
         }
         return o
@@ -1143,8 +1143,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_SchemaVersion)
         o.__dict__ = {
-            "major": (_t242 if type(_t242 := d["major"]) is int else _bad()),
-            "minor": (_t243 if type(_t243 := d["minor"]) is int else _bad()),
+            "major": (_t239 if type(_t239 := d["major"]) is int else _bad()),
+            "minor": (_t240 if type(_t240 := d["minor"]) is int else _bad()),
         }
         return o
 
@@ -1156,7 +1156,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         if k == "as_expr":
             x = _c_SymExpr(v)
         elif k == "as_bool":
-            x = _t245 if type(_t245 := v) is bool else _bad()
+            x = _t242 if type(_t242 := v) is bool else _bad()
         else:
             _bad()
         o = _new(_C_SymBool)
@@ -1171,9 +1171,9 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_name":
-            x = _t246 if type(_t246 := v) is str else _bad()
+            x = _t243 if type(_t243 := v) is str else _bad()
         elif k == "as_bool":
-            x = _t247 if type(_t247 := v) is bool else _bad()
+            x = _t244 if type(_t244 := v) is bool else _bad()
         else:
             _bad()
         o = _new(_C_SymBoolArgument)
@@ -1187,8 +1187,8 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_SymExpr)
         o.__dict__ = {
-            "expr_str": (_t248 if type(_t248 := d["expr_str"]) is str else _bad()),
-            "hint": (None if (_t249 := d["hint"]) is None else _c_SymExprHint(_t249)) if "hint" in d else None,
+            "expr_str": (_t245 if type(_t245 := d["expr_str"]) is str else _bad()),
+            "hint": (None if (_t246 := d["hint"]) is None else _c_SymExprHint(_t246)) if "hint" in d else None,
         }
         return o
 
@@ -1198,11 +1198,11 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_int":
-            x = _t251 if type(_t251 := v) is int else _bad()
+            x = _t248 if type(_t248 := v) is int else _bad()
         elif k == "as_bool":
-            x = _t252 if type(_t252 := v) is bool else _bad()
+            x = _t249 if type(_t249 := v) is bool else _bad()
         elif k == "as_float":
-            x = _t253 if type(_t253 := v) is float else _float(_t253)
+            x = _t250 if type(_t250 := v) is float else _float(_t250)
         else:
             _bad()
         o = _new(_C_SymExprHint)
@@ -1219,7 +1219,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         if k == "as_expr":
             x = _c_SymExpr(v)
         elif k == "as_float":
-            x = _t255 if type(_t255 := v) is float else _float(_t255)
+            x = _t252 if type(_t252 := v) is float else _float(_t252)
         else:
             _bad()
         o = _new(_C_SymFloat)
@@ -1234,9 +1234,9 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_name":
-            x = _t256 if type(_t256 := v) is str else _bad()
+            x = _t253 if type(_t253 := v) is str else _bad()
         elif k == "as_float":
-            x = _t257 if type(_t257 := v) is float else _float(_t257)
+            x = _t254 if type(_t254 := v) is float else _float(_t254)
         else:
             _bad()
         o = _new(_C_SymFloatArgument)
@@ -1253,7 +1253,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         if k == "as_expr":
             x = _c_SymExpr(v)
         elif k == "as_int":
-            x = _t259 if type(_t259 := v) is int else _bad()
+            x = _t256 if type(_t256 := v) is int else _bad()
         else:
             _bad()
         o = _new(_C_SymInt)
@@ -1268,9 +1268,9 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         ((k, v),) = d.items()
         x: Any
         if k == "as_name":
-            x = _t260 if type(_t260 := v) is str else _bad()
+            x = _t257 if type(_t257 := v) is str else _bad()
         elif k == "as_int":
-            x = _t261 if type(_t261 := v) is int else _bad()
+            x = _t258 if type(_t258 := v) is int else _bad()
         else:
             _bad()
         o = _new(_C_SymIntArgument)
@@ -1284,7 +1284,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_TensorArgument)
         o.__dict__ = {
-            "name": (_t262 if type(_t262 := d["name"]) is str else _bad()),
+            "name": (_t259 if type(_t259 := d["name"]) is str else _bad()),
         }
         return o
 
@@ -1293,13 +1293,13 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_TensorMeta)
         o.__dict__ = {
-            "dtype": (_t263 if type(_t263 := d["dtype"]) is int and _t263 in _E_ScalarType else _bad()),
-            "sizes": [_c_SymInt(_e265) for _e265 in _list(d["sizes"])],
-            "requires_grad": (_t267 if type(_t267 := d["requires_grad"]) is bool else _bad()),
+            "dtype": (_t260 if type(_t260 := d["dtype"]) is int and _t260 in _E_ScalarType else _bad()),
+            "sizes": [_c_SymInt(_e262) for _e262 in _list(d["sizes"])],
+            "requires_grad": (_t264 if type(_t264 := d["requires_grad"]) is bool else _bad()),
             "device": _c_Device(d["device"]),
-            "strides": [_c_SymInt(_e270) for _e270 in _list(d["strides"])],
+            "strides": [_c_SymInt(_e267) for _e267 in _list(d["strides"])],
             "storage_offset": _c_SymInt(d["storage_offset"]),
-            "layout": (_t273 if type(_t273 := d["layout"]) is int and _t273 in _E_Layout else _bad()),
+            "layout": (_t270 if type(_t270 := d["layout"]) is int and _t270 in _E_Layout else _bad()),
         }
         return o
 
@@ -1308,7 +1308,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
             _bad()
         o = _new(_C_TokenArgument)
         o.__dict__ = {
-            "name": (_t274 if type(_t274 := d["name"]) is str else _bad()),
+            "name": (_t271 if type(_t271 := d["name"]) is str else _bad()),
         }
         return o
 
@@ -1318,7 +1318,7 @@ def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any
         o = _new(_C_UserInputMutationSpec)
         o.__dict__ = {
             "arg": _c_TensorArgument(d["arg"]),
-            "user_input_name": (_t276 if type(_t276 := d["user_input_name"]) is str else _bad()),
+            "user_input_name": (_t273 if type(_t273 := d["user_input_name"]) is str else _bad()),
         }
         return o
 
