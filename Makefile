@@ -95,6 +95,8 @@ ET_VENV ?= ../et-venv
 executorch-samples: ## Remake tests/data/executorch/ (ETRecord, .pte, ETDump, logs, Inspector's answers) in $(ET_VENV)
 	@test -x $(ET_VENV)/bin/python || { python3 -m venv $(ET_VENV) && $(ET_VENV)/bin/pip install --quiet 'torch==2.13.0' 'executorch==1.5.1'; }
 	$(ET_VENV)/bin/python scripts/executorch/make_samples.py
+	$(ET_VENV)/bin/python scripts/executorch/make_samples.py --delegate
+	$(BIN)/python scripts/executorch/make_samples.py --profiler
 
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)

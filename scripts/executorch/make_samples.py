@@ -90,11 +90,27 @@ def main() -> int:
         "--blocks", type=int, default=2, help="model depth (default 2; `make bench` makes a ~10k-node one with 1000)"
     )
     parser.add_argument("--no-mobile", action="store_true", help="skip the TorchScript mobile samples")
+    parser.add_argument(
+        "--profiler",
+        action="store_true",
+        help="make the torch.profiler samples instead (profile_model.pt2, profile_trace*.json, "
+        "profile_manifest.json); needs torch 2.13 only: run it with the project's .venv python",
+    )
+    parser.add_argument(
+        "--delegate",
+        action="store_true",
+        help="make the XNNPACK-delegated samples instead (delegate.etrecord, .pte, .etdp, delegate_manifest.json)",
+    )
     args = parser.parse_args()
     out = Path(args.out).resolve()
     if args.inside:
         sys.path.insert(0, str(PROJECT))
-        make(out, blocks=args.blocks, mobile=not args.no_mobile)
+        if args.profiler:
+            make_profile(out)
+        elif args.delegate:
+            make_delegate(out, blocks=args.blocks)
+        else:
+            make(out, blocks=args.blocks, mobile=not args.no_mobile)
         return 0
     if PROJECT.exists() or PROJECT.is_symlink():
         raise SystemExit(f"{PROJECT} exists; this script links it to a temporary folder and needs it free")
@@ -109,6 +125,8 @@ def main() -> int:
             python = PROJECT / ".venv" / "bin" / "python"
             cmd = [str(python), str(Path(__file__).resolve()), "--out", str(out), "--inside"]
             cmd += ["--blocks", str(args.blocks)] + (["--no-mobile"] if args.no_mobile else [])
+            cmd += ["--delegate"] if args.delegate else []
+            cmd += ["--profiler"] if args.profiler else []
             return subprocess.run(cmd, cwd=str(PROJECT), check=False).returncode
         finally:
             PROJECT.unlink()
@@ -241,6 +259,145 @@ def make(out: Path, *, blocks: int = 2, mobile: bool = True) -> None:
             if leak in data:
                 raise SystemExit(f"{path.name} holds a machine path ({leak.decode()})")
     print(f"wrote samples to {out}")
+
+
+def _check_neutral(out: Path, names: list[str]) -> None:
+    real = os.path.realpath(PROJECT).encode()
+    for name in names:
+        data = (out / name).read_bytes()
+        for leak in (real, b"/work/", b"/tmp/", b"/root/"):
+            if leak in data:
+                raise SystemExit(f"{name} holds a machine path ({leak.decode()})")
+
+
+def make_profile(out: Path) -> None:
+    """torch.profiler Chrome traces of the exported model run as ``ExportedProgram.module()``, and what
+    torch itself maps each op event to.
+
+    * ``profile_model.pt2``: the exported program (``torch.export.save``);
+    * ``profile_trace.json``: ``export_chrome_trace`` of one run with torch's
+      ``torch.fx.experimental._config.enrich_profiler_metadata`` on: the module's generated code wraps
+      the graph in a ``## fx_graph_module_<hash>.py ##`` event and each node in ``## <index> ##``;
+    * ``profile_trace_plain.json``: the same run without it (what a plain profile holds: op events only);
+    * ``profile_manifest.json``: per op event of the enriched trace (its ``Ev Idx``), the ``node_name``
+      and ``stack_trace`` torch's own ``map_recorded_events_to_aten_ops_with_stack_trace`` gives it
+      (it needs the in-process registry of the generated code, which the file does not carry), and per
+      node of the exported graph its ``stack_trace`` and ``nn_module_stack``.
+    """
+    import tinylm  # type: ignore[import-not-found]  # /home/user/project/tinylm.py
+    import torch
+    import torch.fx.experimental._config as fx_config
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler._utils import map_recorded_events_to_aten_ops_with_stack_trace
+
+    torch.manual_seed(0)
+    model = tinylm.TinyLM().eval()
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    ep = torch.export.export(model, (tokens,))
+    torch.export.save(ep, str(out / "profile_model.pt2"))
+    for name, enrich in (("profile_trace_plain.json", False), ("profile_trace.json", True)):
+        fx_config.enrich_profiler_metadata = enrich
+        module = ep.module()
+        module(tokens)  # warm up: first-call work stays out of the trace
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            module(tokens)
+        prof.export_chrome_trace(str(PROJECT / name))  # its traceName is the path it was written to
+        (out / name).write_bytes((PROJECT / name).read_bytes())
+    fx_config.enrich_profiler_metadata = False
+    trace = json.loads((out / "profile_trace.json").read_text())
+    map_recorded_events_to_aten_ops_with_stack_trace(trace)  # adds args node_name / stack_trace in place
+    torch_says = {
+        str(e["args"]["Ev Idx"]): {
+            "name": e["name"],
+            "node_name": e["args"]["node_name"],
+            "stack_trace": e["args"].get("stack_trace"),
+        }
+        for e in trace["traceEvents"]
+        if isinstance(e.get("args"), dict) and "node_name" in e["args"] and "Ev Idx" in e["args"]
+    }
+    if not torch_says:
+        raise SystemExit("torch mapped no profiler event to a node: enrich_profiler_metadata did nothing")
+    nodes = {
+        n.name: {
+            "op": str(n.target),
+            "stack_trace": n.meta.get("stack_trace"),
+            "nn_module_stack": _plain(n.meta.get("nn_module_stack")),
+        }
+        for n in ep.graph.nodes
+        if n.op == "call_function"
+    }
+    manifest = {
+        "made_by": "scripts/executorch/make_samples.py --profiler",
+        "torch": torch.__version__,
+        "torch_event_nodes": torch_says,
+        "nodes": nodes,
+    }
+    (out / "profile_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    names = ["profile_model.pt2", "profile_trace.json", "profile_trace_plain.json", "profile_manifest.json"]
+    _check_neutral(out, names)
+    print(f"wrote the profiler samples to {out}")
+
+
+def make_delegate(out: Path, *, blocks: int = 2) -> None:
+    """The same model with its linear layers lowered to XNNPACK: ETRecord (with ``delegate_map``), .pte,
+    an ETDump of one run, and what Inspector answered for every event, delegated ones included."""
+    import executorch
+    import tinylm  # type: ignore[import-not-found]  # /home/user/project/tinylm.py
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.devtools import Inspector
+    from executorch.devtools.etrecord import parse_etrecord
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model = tinylm.TinyLM(blocks=blocks).eval()
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    ep = torch.export.export(model, (tokens,))
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()], generate_etrecord=True)
+    # emit_stacktrace=True fails in ExecuTorch 1.5.1 once a delegate splits a node's instructions
+    # ("Each instruction should have corresponding stacktrace"): this .pte carries none.
+    et = edge.to_executorch(ExecutorchBackendConfig(emit_stacktrace=False))
+    et.get_etrecord().save(str(out / "delegate.etrecord"))
+    (out / "delegate.pte").write_bytes(bytes(et.buffer))
+    run = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(out / "delegate.pte"), str(out / "delegate.etdp"), "good"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"the runtime failed: {run.stderr[-2000:]}")
+    rec = parse_etrecord(str(out / "delegate.etrecord"))
+    inspector = Inspector(etdump_path=str(out / "delegate.etdp"), etrecord=str(out / "delegate.etrecord"))
+    events = []
+    for block in inspector.event_blocks:
+        for ev in block.events:
+            events.append(
+                {
+                    "block": block.name,
+                    "name": ev.name,
+                    "instruction_id": ev._instruction_id,
+                    "delegate_debug_identifier": ev.delegate_debug_identifier,
+                    "is_delegated_op": ev.is_delegated_op,
+                    "delegate_backend_name": ev.delegate_backend_name,
+                    "debug_handles": ev.debug_handles,
+                    "stack_traces": ev.stack_traces,
+                    "module_hierarchy": {k: _plain(v) for k, v in ev.module_hierarchy.items()},
+                    "op_types": ev.op_types,
+                }
+            )
+    manifest = {
+        "made_by": "scripts/executorch/make_samples.py --delegate",
+        "torch": torch.__version__,
+        "executorch": getattr(executorch, "__version__", "1.5.1"),
+        "etrecord_members": sorted(zipfile.ZipFile(out / "delegate.etrecord").namelist()),
+        "debug_handle_map": rec._debug_handle_map,
+        "delegate_map": _plain(rec._delegate_map),
+        "inspector_events": events,
+    }
+    (out / "delegate_manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    _check_neutral(out, ["delegate.etrecord", "delegate.pte", "delegate.etdp", "delegate_manifest.json"])
+    print(f"wrote the delegate samples to {out}")
 
 
 _RUNNER = r"""

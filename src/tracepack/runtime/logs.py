@@ -111,7 +111,8 @@ def render_handle(h: HandleAnswer, style: str = "torch", pad: str = "  ") -> lis
 def render_instruction(a: InstructionAnswer, style: str = "torch", pad: str = "  ") -> list[str]:
     """The lines that explain one instruction."""
     handles = ", ".join(str(h.handle) for h in a.handles)
-    head = f"{pad}-> {a.method} instruction {a.chain}:{a.instruction}: {a.op}"
+    call = f" (delegate call to {a.delegate})" if a.delegate else ""
+    head = f"{pad}-> {a.method} instruction {a.chain}:{a.instruction}: {a.op}{call}"
     lines = [head + (f" (debug handle{'s' if len(a.handles) > 1 else ''} {handles})" if a.handles else "")]
     if a.frames_trace:
         lines.extend(_indent(_traceback(a.frames_trace, style), pad + "    "))

@@ -19,11 +19,12 @@ Annotations go into each event's ``args`` (``module_path``, ``module_type``, ``s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from tracepack.errors import InputError, NotFoundError
-from tracepack.runtime.symbols import HandleAnswer, Symbolicator, pick
+from tracepack.errors import InputError, NotFoundError, UsageError
+from tracepack.runtime.symbols import HandleAnswer, NodeAnswer, Symbolicator, op_name, pick
 from tracepack.traces import parse_stack_trace
 
 __all__ = ["annotate_chrome", "annotate_etdump", "module_summary", "render_summary", "source_of"]
@@ -74,18 +75,32 @@ def annotate_etdump(
         )
         for ev in run.events:
             args: dict[str, Any] = {"chain": ev.chain, "instruction_id": ev.instruction}
-            if ev.delegate_id != -1 or ev.delegate_name:
-                args["delegate_debug_id"] = ev.delegate_name or ev.delegate_id
+            delegated = ev.delegate_id != -1 or bool(ev.delegate_name)
+            name = ev.name
+            if delegated:
+                delegate_id: int | str = ev.delegate_id if ev.delegate_id != -1 else ev.delegate_name
+                args["delegate_debug_id"] = delegate_id
+                name = name or str(delegate_id)  # as Inspector names a delegated event
             if ev.chain >= 0 and ev.instruction >= 0:  # framework events carry chain -1
                 try:
                     answer = sym.instruction(ev.chain, ev.instruction)
                 except NotFoundError:
                     args["unresolved"] = True
                 else:
-                    args.update(_annotation(answer.handles, answer.op))
+                    if answer.delegate:
+                        args["delegate_backend"] = answer.delegate
+                    if delegated:
+                        # An op inside a delegate: its own handles come from the delegate's map, as
+                        # Inspector finds them; the call's handles are context, not the op's.
+                        own = sym.delegate_handles(ev.instruction, delegate_id)
+                        args["delegate_call_debug_handles"] = [h.handle for h in answer.handles]
+                        if own is not None:
+                            args.update(_annotation(tuple(sym.handle(h) for h in own), ""))
+                    else:
+                        args.update(_annotation(answer.handles, answer.op))
             events.append(
                 {
-                    "name": ev.name,
+                    "name": name,
                     "cat": "executorch",
                     "ph": "X",
                     "pid": 0,
@@ -106,25 +121,176 @@ def _event_handle(args: dict[str, Any]) -> int | None:
     return None
 
 
+_MARKER = re.compile(r"## (\d+|.+\.py) ##")
+
+
+def aten_name(target: str) -> str:
+    """A node target as the profiler names the op: ``torch.ops.aten.linear.default`` -> ``aten::linear``."""
+    name = op_name(target)
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[0] in ("aten", "prims", "quantized_decomposed"):
+        return f"{parts[0]}::{parts[1]}"
+    return name
+
+
+def _node_annotation(sym: Symbolicator, index: int, how: str) -> dict[str, Any]:
+    n = sym.doc.node(index)
+    node = NodeAnswer(n.name, op_name(n.target), n.stack_trace, n.module_stack)
+    source, frames = source_of(node.stack_trace)
+    return {
+        "node": node.name,
+        "op": node.op,
+        "module_path": node.module_path,
+        "module_type": node.module_type,
+        "nn_module_stack": node.nn_module_stack,
+        "source": source,
+        "stack": frames,
+        "stack_trace": node.stack_trace,
+        "fx_mapping": how,
+    }
+
+
+def _span(ev: dict[str, Any]) -> tuple[float, float] | None:
+    ts, dur = ev.get("ts"), ev.get("dur")
+    if ev.get("ph") != "X" or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        return None
+    return float(ts), float(ts) + float(dur)
+
+
+def _by_thread(events: list[dict[str, Any]]) -> dict[Any, list[int]]:
+    """Complete events' indices per (pid, tid), in time order, outer events before the ones they hold."""
+    threads: dict[Any, list[int]] = {}
+    for i, ev in enumerate(events):
+        if _span(ev) is not None and ev.get("cat") in ("cpu_op", "user_annotation", None):
+            threads.setdefault((ev.get("pid"), ev.get("tid")), []).append(i)
+    for ixs in threads.values():
+        ixs.sort(key=lambda i: (_span(events[i])[0], -_span(events[i])[1]))  # type: ignore[index]
+    return threads
+
+
+def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tuple[int, str, bool]]:
+    """Event index -> (node index in the document, how it was found, nested in another op of the node).
+
+    Three keys, the first that the trace has:
+
+    ``node_name``
+        torch's own ``map_recorded_events_to_aten_ops_with_stack_trace`` ran on the trace (it needs the
+        process that ran the model) and wrote each event's fx node name into ``args``;
+    ``node marker``
+        the module ran with ``torch.fx.experimental._config.enrich_profiler_metadata`` on: its generated
+        code records ``## <i> ##`` around node ``i`` of the module's graph (inside ``## <file>.py ##``).
+        ``ExportedProgram.module()`` puts ``get_attr`` and input nodes (and a ``_guards_fn`` call) before
+        the graph's ops and keeps their order, so the last marker index is the document's last node; the
+        mapping is used only when every marker's first op is its node's op;
+    ``op order``
+        a plain trace: the outermost op events of each thread, in time order, are matched to the
+        document's nodes in graph order by op name (``aten::linear`` is ``aten.linear.default``),
+        starting over after the last node (one model call after another). An event whose op is not the
+        next node's is left alone; ops that are not ATen calls (``getitem``) have no event to match.
+    """
+    n_nodes = len(sym.doc)  # type: ignore[arg-type]
+    names: dict[str, int | None] = {}
+    out: dict[int, tuple[int, str, bool]] = {}
+    for i, ev in enumerate(events):
+        args = ev.get("args")
+        if isinstance(args, dict) and isinstance(args.get("node_name"), str):
+            name = args["node_name"]
+            if name not in names:
+                try:
+                    names[name] = int(sym.doc.node(name).index)
+                except (NotFoundError, UsageError):
+                    names[name] = None
+            found = names[name]
+            if found is not None:
+                out[i] = (found, "node_name", False)
+    if out:
+        return out
+    targets = [aten_name(sym.doc.node(k).target) for k in range(n_nodes)]
+    threads = _by_thread(events)
+    markers = {
+        i: m.group(1)
+        for ixs in threads.values()
+        for i in ixs
+        if (m := _MARKER.fullmatch(str(events[i].get("name", "")))) is not None
+    }
+    node_marks = {i: int(v) for i, v in markers.items() if v.isdigit()}
+    if node_marks:
+        last = max(node_marks.values())
+        first_op: dict[int, str] = {}
+        for ixs in threads.values():
+            open_marks: list[tuple[int, float]] = []
+            for i in ixs:
+                start, end = _span(events[i])  # type: ignore[misc]
+                while open_marks and open_marks[-1][1] < start:
+                    open_marks.pop()
+                if i in node_marks:
+                    open_marks.append((i, end))
+                elif i not in markers and open_marks:
+                    mark = open_marks[-1][0]
+                    k = n_nodes - 1 - (last - node_marks[mark])
+                    nested = mark in first_op
+                    first_op.setdefault(mark, str(events[i].get("name", "")))
+                    if 0 <= k < n_nodes:
+                        out[i] = (k, "node marker", nested)
+        for mark, index in node_marks.items():
+            k = n_nodes - 1 - (last - index)
+            if 0 <= k < n_nodes:
+                out[mark] = (k, "node marker", False)
+        agree = all(
+            targets[k] == first_op[mark]
+            for mark, index in node_marks.items()
+            if mark in first_op and 0 <= (k := n_nodes - 1 - (last - index)) < n_nodes
+        )
+        if agree:
+            return {i: (k, how, nested or i not in node_marks) for i, (k, how, nested) in out.items()}
+        out = {}
+    for ixs in threads.values():
+        k, end_of_open = 0, -1.0
+        last_match: int | None = None
+        for i in ixs:
+            start, end = _span(events[i])  # type: ignore[misc]
+            if i in markers or not n_nodes:
+                continue
+            if start < end_of_open:  # inside an op already matched or skipped: not a node's own call
+                if out.get(i) is None and last_match is not None:
+                    out[i] = (last_match, "op order", True)
+                continue
+            end_of_open = end
+            last_match = None
+            if str(events[i].get("name", "")) == targets[k]:
+                out[i] = (k, "op order", False)
+                last_match = k
+                k = (k + 1) % n_nodes
+    return out
+
+
 def annotate_chrome(
     trace: Any, symbolicators: Sequence[Symbolicator], *, method: str | None = None, source: str = "<trace>"
 ) -> dict[str, Any]:
-    """A torch.profiler Chrome trace with its handle-carrying events annotated (others kept as they are)."""
+    """A torch.profiler Chrome trace with its op events annotated (others kept as they are).
+
+    Events carrying a debug handle or an ExecuTorch instruction id are answered from the artifact's
+    handle table; the op events of an exported program's run are matched to its graph nodes
+    (:func:`fx_node_map`) and carry the node's module path, source line and stack."""
     if isinstance(trace, list):
         trace = {"traceEvents": trace}
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise InputError("not a Chrome trace", source=source, expected='a JSON object with a "traceEvents" list')
     sym = pick(symbolicators, method)
-    out = []
     for i, event in enumerate(trace["traceEvents"]):
-        ev = event
-        if not isinstance(ev, dict):
+        if not isinstance(event, dict):
             raise InputError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
+    events: list[dict[str, Any]] = trace["traceEvents"]
+    fx = fx_node_map(events, sym) if sym.kind == "handles" and len(sym.doc) else {}  # type: ignore[arg-type]
+    cache: dict[tuple[int, str], dict[str, Any]] = {}
+    out = []
+    for i, event in enumerate(events):
+        ev = event
         args = ev.get("args")
+        answers: tuple[HandleAnswer, ...] | None = None
         if isinstance(args, dict):
             handle = _event_handle(args)
             instr = args.get("instruction_id")
-            answers: tuple[HandleAnswer, ...] | None = None
             op = ""
             try:
                 if handle is not None:
@@ -137,6 +303,14 @@ def annotate_chrome(
             else:
                 if answers is not None:
                     ev = {**ev, "args": {**args, **_annotation(answers, op)}}
+        found = fx.get(i)
+        if found is not None and answers is None:
+            k, how, nested = found
+            note = cache.get((k, how))
+            if note is None:
+                note = cache[(k, how)] = _node_annotation(sym, k, how)
+            extra = {**note, "fx_nested": True} if nested else note
+            ev = {**ev, "args": {**(ev.get("args") or {}), **extra}}
         out.append(ev)
     return {**trace, "traceEvents": out}
 
@@ -150,7 +324,12 @@ def module_summary(trace: dict[str, Any]) -> list[tuple[str, str, int, float]]:
     totals: dict[tuple[str, str], list[float]] = {}
     for ev in trace.get("traceEvents", []):
         args = ev.get("args") or {}
-        if ev.get("ph") != "X" or "module_path" not in args or ev.get("name") == "OPERATOR_CALL":
+        if (
+            ev.get("ph") != "X"
+            or "module_path" not in args
+            or ev.get("name") == "OPERATOR_CALL"
+            or args.get("fx_nested")  # an op inside a node's own event: its time is already counted
+        ):
             continue
         key = (args.get("module_path") or "(top level)", args.get("module_type") or "")
         row = totals.setdefault(key, [0, 0.0])

@@ -164,6 +164,8 @@ class InstructionAnswer:
     frames_trace: str | None = None
     """The stack the ``.pte`` emitted for the instruction (when read from one)."""
     handles: tuple[HandleAnswer, ...] = field(default=())
+    delegate: str = ""
+    """The backend of a delegate call (``XnnpackBackend``), from the ETRecord's ``delegate_map``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +173,7 @@ class InstructionAnswer:
             "chain": self.chain,
             "instruction": self.instruction,
             "op": self.op,
+            "delegate": self.delegate,
             "frames_trace": self.frames_trace,
             "handles": [h.to_json() for h in self.handles],
         }
@@ -273,6 +276,30 @@ class Symbolicator:
             render.render_debug_string(self.lite_table, handle),
         )
 
+    def _delegates(self) -> dict[str, Any]:
+        value = self.info.get("delegate_map")
+        return value if isinstance(value, dict) else {}
+
+    def delegate_handles(self, instruction: int, delegate_id: int | str) -> list[int] | None:
+        """The debug handles of one op inside a delegate call, from the ETRecord's ``delegate_map`` as
+        ExecuTorch's Inspector finds them: the call's ``delegate_map`` keyed by the event's delegate debug
+        id (as is, as text, then a key contained in it); None when the backend recorded no such entry
+        (XNNPACK in ExecuTorch 1.5.1 records none: its per-op events have no handles)."""
+        entry = self._delegates().get(str(instruction))
+        inner = entry.get("delegate_map") if isinstance(entry, dict) else None
+        if not isinstance(inner, dict):
+            return None
+        found = inner.get(delegate_id) if isinstance(delegate_id, str) else None
+        if found is None:
+            found = inner.get(str(delegate_id))
+        if found is None:
+            for key, value in inner.items():
+                if key in str(delegate_id):
+                    found = value
+        if found is None:
+            return None
+        return [int(h) for h in (found if isinstance(found, list) else [found])]
+
     def instruction(self, chain: int, instruction: int) -> InstructionAnswer:
         """What instruction ``chain:instruction`` of this method ran; NotFoundError when unknown."""
         info = self.info
@@ -294,7 +321,9 @@ class Symbolicator:
                 )
             answers = tuple(self.handle(h) for h in handles)
             op = answers[0].op if answers else ""
-            return InstructionAnswer(self.method, chain, instruction, op, None, answers)
+            entry = self._delegates().get(str(instruction))
+            backend = str(entry.get("name", "")) if isinstance(entry, dict) else ""
+            return InstructionAnswer(self.method, chain, instruction, op, None, answers, backend)
         raise UsageError(
             "this document has no instruction map (it is not from an ExecuTorch ETRecord or .pte)",
             source=self.source,
