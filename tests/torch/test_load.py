@@ -14,6 +14,7 @@ from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
 
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
+from tracepack import errors as tt_errors  # noqa: E402
 from tracepack.torch import deserializer, pt2  # noqa: E402
 
 pytestmark = TORCH_MARKS
@@ -129,3 +130,40 @@ def test_from_document_without_json_text(reference: dict[str, dict[str, Any]]) -
     ours = describe(back)
     for key in ("code", "nodes", "signature", "range_constraints", "shape_env", "state_dict"):
         assert ours[key] == reference["dynamic.pt2"][key], key
+
+
+@pytest.fixture(scope="module")
+def two_programs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Archives of two programs each (torch's own package_pt2): one with a program named
+    ``model``, one without."""
+    package = importlib.import_module("torch.export.pt2_archive._package")
+    cond, helpers = torch.export.load(CORPUS / "cond.pt2"), torch.export.load(CORPUS / "helpers.pt2")
+    out = tmp_path_factory.mktemp("two")
+    with_model, without = out / "with_model.pt2", out / "without.pt2"
+    package.package_pt2(with_model, exported_programs={"model": cond, "second": helpers})
+    package.package_pt2(without, exported_programs={"first": cond, "second": helpers})
+    return with_model, without
+
+
+def test_an_archive_of_several_programs_loads_model_as_torch_does(
+    two_programs: tuple[Path, Path], reference: dict[str, dict[str, Any]]
+) -> None:
+    with_model, _ = two_programs
+    theirs = describe(torch.export.load(with_model))
+    assert describe(tt.load(with_model)) == theirs
+    assert theirs["code"] == reference["cond.pt2"]["code"]
+    package = importlib.import_module("torch.export.pt2_archive._package")
+    second = package.load_pt2(with_model).exported_programs["second"]  # torch's reader of every program
+    assert describe(tt.load(with_model, model="second")) == describe(second)
+
+
+def test_an_archive_without_model_is_refused_naming_what_it_holds(two_programs: tuple[Path, Path]) -> None:
+    _, without = two_programs
+    with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error is a bare KeyError/RuntimeError
+        torch.export.load(without)
+    with pytest.raises(
+        tt_errors.LegacyFormatError,
+        match=r"without\.pt2:without/models/model\.json: no program named 'model' \(it holds 'first', 'second': pass model=",
+    ):
+        tt.load(without)
+    assert describe(tt.load(without, model="first"))["code"] == describe(torch.export.load(CORPUS / "cond.pt2"))["code"]

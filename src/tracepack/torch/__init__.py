@@ -152,6 +152,7 @@ def load(
     extra_files: dict[str, Any] | None = None,
     expected_opset_version: dict[str, int] | None = None,
     trust_pickles: bool = False,
+    model: str = "model",
 ) -> ExportedProgram:
     """``torch.export.load``'s result for any ``.pt2``, plain or ``tracepack pack``ed (metadata merged back).
 
@@ -162,7 +163,12 @@ def load(
     :class:`~tracepack.errors.UnsafePickleError` naming the member. ``trust_pickles=True``
     loads those the way torch does (their pickles can run code: only for files you trust).
     A ``.pt2`` of an older torch (2.1 on, either archive layout) is upgraded to the installed
-    torch's schema first (:mod:`tracepack.torch.upgrade`). See docs/torch-load.md.
+    torch's schema first (:mod:`tracepack.torch.upgrade`).
+
+    An archive of several programs (``torch.export.pt2_archive._package.package_pt2``): like
+    ``torch.export.load``, the one named ``model``; ``model=`` picks another (torch.export.load
+    cannot). Without it, a :class:`~tracepack.errors.LegacyFormatError` names the programs held.
+    See docs/torch-load.md.
     """
     from tracepack.torch.loader import load_pt2
     from tracepack.torch.upgrade import load_if_old
@@ -172,7 +178,11 @@ def load(
     if old is not None:
         return old
     return load_pt2(
-        f, extra_files=extra_files, expected_opset_version=expected_opset_version, trust_pickles=trust_pickles
+        f,
+        extra_files=extra_files,
+        expected_opset_version=expected_opset_version,
+        trust_pickles=trust_pickles,
+        model=model,
     )
 
 

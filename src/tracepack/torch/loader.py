@@ -514,12 +514,21 @@ def load_pt2(
     extra_files: dict[str, Any] | None = None,
     expected_opset_version: dict[str, int] | None = None,
     trust_pickles: bool = False,
+    model: str = "model",
 ) -> Any:
     """See :func:`tracepack.torch.load`."""
     _torch()  # first: without torch, say which extra installs it
     serde = importlib.import_module("torch._export.serde.serialize")
-    c = importlib.import_module("torch.export.pt2_archive.constants")
     source = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<stream>")
+    try:
+        c = importlib.import_module("torch.export.pt2_archive.constants")
+    except ImportError:  # torch 2.6/2.7: only the flat archive, which tracepack.torch.load reads elsewhere
+        raise VersionError(
+            f"a .pt2 in the layout torch 2.8 and newer write (<name>/models/...): torch "
+            f"{_torch().__version__} cannot load it (its torch.export.load cannot either); "
+            "install torch 2.8 or newer",
+            source=str(source),
+        ) from None
     if isinstance(f, (str, os.PathLike)):
         try:
             mode = os.stat(f).st_mode
@@ -535,12 +544,14 @@ def load_pt2(
     try:
         if z.has(c.ARCHIVE_FORMAT_PATH) and z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
             raise LegacyFormatError("not a pt2 archive", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="pt2")
-        models = [m.group(1) for rel in z.infos if (m := _MODEL.fullmatch(rel))]
-        if "model" not in models:
+        models = sorted(m.group(1) for rel in z.infos if (m := _MODEL.fullmatch(rel)))
+        if model not in models:
+            held = f" (it holds {', '.join(repr(m) for m in models)}: pass model= to choose one)" if models else ""
             raise LegacyFormatError(
-                "no program", source=z.where("models/model.json"), expected="a torch.export .pt2 (models/model.json)"
+                f"no program named {model!r}{held}",
+                source=z.where(f"models/{model}.json"),
+                expected=f"a torch.export .pt2 (models/{model}.json)",
             )
-        model = "model"
         rel = f"models/{model}.json"
         serialized = load_program_dict(_program(z, model), z.where(rel))
         state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)

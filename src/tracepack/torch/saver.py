@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import io
 import json
 import os
 import sys
@@ -149,8 +150,16 @@ def _archive(
     from tracepack.io.zip import write_archive
     from tracepack.torch import pt2
 
-    package = importlib.import_module("torch.export.pt2_archive._package")
-    c = importlib.import_module("torch.export.pt2_archive.constants")
+    try:
+        package = importlib.import_module("torch.export.pt2_archive._package")
+        c = importlib.import_module("torch.export.pt2_archive.constants")
+    except ImportError:
+        # torch 2.6/2.7 write the flat archive (no pt2_archive package): torch's own save, then pack.
+        torch = importlib.import_module("torch")
+        buf = io.BytesIO()
+        torch.export.save(ep, buf, extra_files=extra_files, opset_version=opset_version,
+                          pickle_protocol=pickle_protocol)  # fmt: skip
+        return pt2.pack_pt2(buf.getvalue(), source="<ExportedProgram>", keep=keep, strip=strip)
     model = "model"
     w = _Members()
     weights = package._package_state_dict(model, ep, w, pickle_protocol)
