@@ -97,6 +97,12 @@ def main() -> int:
         "profile_manifest.json); needs torch 2.13 only: run it with the project's .venv python",
     )
     parser.add_argument(
+        "--intermediates",
+        action="store_true",
+        help="run the committed model.pte again logging intermediate outputs: model_debug.etdp and "
+        "debug_manifest.json (what Inspector read from it and the debug buffer)",
+    )
+    parser.add_argument(
         "--delegate",
         action="store_true",
         help="make the XNNPACK-delegated samples instead (delegate.etrecord, .pte, .etdp, delegate_manifest.json)",
@@ -107,6 +113,8 @@ def main() -> int:
         sys.path.insert(0, str(PROJECT))
         if args.profiler:
             make_profile(out)
+        elif args.intermediates:
+            make_intermediates(out)
         elif args.delegate:
             make_delegate(out, blocks=args.blocks)
         else:
@@ -127,6 +135,7 @@ def main() -> int:
             cmd += ["--blocks", str(args.blocks)] + (["--no-mobile"] if args.no_mobile else [])
             cmd += ["--delegate"] if args.delegate else []
             cmd += ["--profiler"] if args.profiler else []
+            cmd += ["--intermediates"] if args.intermediates else []
             return subprocess.run(cmd, cwd=str(PROJECT), check=False).returncode
         finally:
             PROJECT.unlink()
@@ -268,6 +277,64 @@ def _check_neutral(out: Path, names: list[str]) -> None:
         for leak in (real, b"/work/", b"/tmp/", b"/root/"):
             if leak in data:
                 raise SystemExit(f"{name} holds a machine path ({leak.decode()})")
+
+
+_DEBUG_RUNNER = r"""
+import sys, torch
+from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+pte, dump, buffer = sys.argv[1:]
+data = open(pte, "rb").read()
+m = _load_for_executorch_from_buffer(data, enable_etdump=True, debug_buffer_size=1 << 20)
+m.run_method("forward", (torch.tensor([[1, 2, 3, 4]]),))
+m.write_etdump_result_to_file(dump, buffer)
+"""
+
+
+def make_intermediates(out: Path) -> None:
+    """An ETDump with debug events: the committed ``model.pte`` run with a debug buffer, so the runtime
+    logs every instruction's output (``model_debug.etdp``; the 1 MiB debug buffer with the tensors' data
+    is not kept), and what Inspector made of them (``debug_manifest.json``: per event, its instruction
+    and the dtype and shape of each tensor of its ``debug_data``)."""
+    import executorch
+    import torch
+    from executorch.devtools import Inspector
+
+    with tempfile.TemporaryDirectory() as tmp:
+        buffer = Path(tmp) / "debug.bin"
+        run = subprocess.run(
+            [sys.executable, "-c", _DEBUG_RUNNER, str(out / "model.pte"), str(out / "model_debug.etdp"), str(buffer)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if run.returncode != 0:
+            raise SystemExit(f"the runtime failed: {run.stderr[-2000:]}")
+        inspector = Inspector(
+            etdump_path=str(out / "model_debug.etdp"),
+            etrecord=str(out / "model.etrecord"),
+            debug_buffer_path=str(buffer),
+        )
+        events = []
+        for block in inspector.event_blocks:
+            for ev in block.events:
+                data = ev.debug_data if isinstance(ev.debug_data, list) else [ev.debug_data]
+                tensors = [
+                    {"dtype": str(t.dtype).removeprefix("torch."), "sizes": list(t.shape)}
+                    for t in data
+                    if isinstance(t, torch.Tensor)
+                ]
+                events.append(
+                    {"block": block.name, "name": ev.name, "instruction_id": ev._instruction_id, "debug_data": tensors}
+                )
+    manifest = {
+        "made_by": "scripts/executorch/make_samples.py --intermediates",
+        "torch": torch.__version__,
+        "executorch": getattr(executorch, "__version__", "1.5.1"),
+        "inspector_events": events,
+    }
+    (out / "debug_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    _check_neutral(out, ["model_debug.etdp", "debug_manifest.json"])
+    print(f"wrote the intermediate-output samples to {out}")
 
 
 def make_profile(out: Path) -> None:

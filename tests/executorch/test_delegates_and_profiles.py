@@ -158,3 +158,101 @@ def test_a_trace_of_something_else_is_copied_unchanged(tmp_path: Path) -> None:
     src = tmp_path / "other.json"
     src.write_text(json.dumps(other))
     assert _annotate(tmp_path, src, MODEL)["traceEvents"] == other["traceEvents"]
+
+
+# -- debug (intermediate output) events -----------------------------------------------------------------
+
+
+def test_debug_events_are_the_tensors_inspector_read_per_instruction(tmp_path: Path) -> None:
+    trace = _annotate(tmp_path, DATA / "model_debug.etdp", DATA / "model.etrecord")
+    ours: dict[int, list[dict[str, Any]]] = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "executorch.debug" and e["args"]["chain"] >= 0:
+            ours.setdefault(e["args"]["instruction_id"], []).extend(e["args"]["tensors"])
+    theirs = {
+        e["instruction_id"]: e["debug_data"]
+        for e in _json("debug_manifest.json")["inspector_events"]
+        if e["name"].startswith("native_call_")
+    }
+    assert len(theirs) == 14
+    assert {i: [(t["dtype"], t["sizes"]) for t in ts] for i, ts in ours.items()} == {
+        i: [(t["dtype"], t["sizes"]) for t in ts] for i, ts in theirs.items()
+    }
+    first = next(e for e in trace["traceEvents"] if e.get("cat") == "executorch.debug")
+    assert first["ph"] == "i"
+    assert first["args"]["module_path"] == "embed"  # annotated like its instruction
+    ends = [
+        e["ts"] + e["dur"]
+        for e in trace["traceEvents"]
+        if e.get("ph") == "X" and e["args"]["chain"] == 0 and e["args"]["instruction_id"] == 0
+    ]
+    assert len(ends) == 2  # native_call_embedding.out inside OPERATOR_CALL
+    assert first["ts"] == max(ends)  # placed where its instruction ended
+    outputs = [e for e in trace["traceEvents"] if e.get("cat") == "executorch.debug" and e["args"]["chain"] < 0]
+    assert [e["args"].get("method_output") for e in outputs] == [True]
+    assert outputs[0]["args"]["tensors"][0]["sizes"] == [1, 4, 16]
+
+
+# -- inspect ------------------------------------------------------------------------------------------
+
+
+def _inspect(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["inspect", str(path)]) == 0
+    assert path.name in capsys.readouterr().out
+    assert main(["inspect", "--json", str(path)]) == 0
+    info: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return info
+
+
+def test_inspect_summarises_executorch_files_as_executorch_reports_them(capsys: pytest.CaptureFixture[str]) -> None:
+    base = _json("manifest.json")
+    rec = _inspect(DATA / "model.etrecord", capsys)
+    assert rec["kind"] == "etrecord"
+    (forward,) = rec["methods"]
+    assert forward["instructions"] == len(base["debug_handle_map"]["forward"])
+    handles = {h for hs in base["debug_handle_map"]["forward"].values() for h in ([hs] if isinstance(hs, int) else hs)}
+    assert forward["debug_handles"] == len(handles)
+    # the serialized graph's nodes: ExecuTorch's loaded graph adds a getitem per output of a multi-output op
+    loaded = base["edge_debug_handles"]["forward"]
+    assert forward["nodes"] == len([n for n in loaded if "getitem" not in n and "_unused_" not in n])
+    assert set(rec["weights_members"]) < set(base["etrecord_members"])
+
+    pte = _inspect(DATA / "model.pte", capsys)
+    (method,) = pte["methods"]
+    assert method["instructions"] == len(base["pte"]["instructions"])
+    assert method["stack_traces"] is True
+    assert sum(o["calls"] for o in method["top_operators"]) <= method["instructions"]
+
+    dump = _inspect(DATA / "model.etdp", capsys)
+    ops = [e for e in base["inspector_events"] if e["name"] not in FRAMEWORK_EVENTS]
+    assert dump["runs"][1]["operator_events"] == len(ops)
+    assert dump["runs"][1]["instructions"] == len({e["instruction_id"] for e in ops})
+
+    debug = _inspect(DATA / "model_debug.etdp", capsys)
+    tensors = sum(
+        len(e["debug_data"])
+        for e in _json("debug_manifest.json")["inspector_events"]
+        if e["name"].startswith("native_call_")
+    )
+    assert debug["runs"][1]["debug_values"] == {"tensor": debug["runs"][1]["debug_events"]}
+    assert debug["runs"][1]["debug_tensors"] == tensors + 1  # and the method's output
+
+    delegate = _json("delegate_manifest.json")
+    drec = _inspect(DELEGATE, capsys)
+    assert drec["methods"][0]["delegate_calls"] == {
+        k: v["name"] for k, v in delegate["delegate_map"]["forward"].items()
+    }
+    dpte = _inspect(DATA / "delegate.pte", capsys)
+    assert dpte["methods"][0]["instruction_kinds"]["DelegateCall"] == len(delegate["delegate_map"]["forward"])
+    ddump = _inspect(DELEGATE_DUMP, capsys)
+    assert ddump["runs"][1]["delegated_events"] == sum(1 for e in delegate["inspector_events"] if e["is_delegated_op"])
+
+
+def test_inspect_of_a_damaged_etdump_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "cut.etdp"
+    bad.write_bytes((DATA / "model.etdp").read_bytes()[:200])
+    assert main(["inspect", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "cut.etdp" in err

@@ -139,6 +139,14 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
     data = read(path)
     name = display(path)
+    if data[1:4] != b"TPK":  # an ExecuTorch ETRecord, .pte or ETDump has its own summary
+        from tracepack.runtime.describe import describe_executorch, render_description
+
+        summary = describe_executorch(data, source=name)
+        if summary is not None:
+            if not args.json:
+                print("\n".join(render_description(summary)))
+            return summary
     header = read_header(data, source=name)
     doc = tracepack.loads(data, source=name, zstd_dict=zstd_dict(args.zstd_dict))
     sizes = doc.table_sizes()

@@ -69,6 +69,7 @@ def annotate_etdump(
     scale = _UNITS[time_unit]
     sym = pick(symbolicators, method)
     events: list[dict[str, Any]] = []
+    allocations: list[dict[str, Any]] = []
     for tid, run in enumerate(etdump.runs):
         events.append(
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": run.name or f"run {tid}"}}
@@ -110,7 +111,74 @@ def annotate_etdump(
                     "args": args,
                 }
             )
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"annotated_by": "tracepack"}}
+        events.extend(_debug_events(run, tid, scale, sym))
+        if run.allocations:
+            per: dict[str, list[int]] = {}
+            for a in run.allocations:
+                row = per.setdefault(a.allocator, [0, 0])
+                row[0] += 1
+                row[1] += a.size
+            allocations.append(
+                {"run": tid, "allocators": {k: {"allocations": n, "bytes": b} for k, (n, b) in per.items()}}
+            )
+    other: dict[str, Any] = {"annotated_by": "tracepack"}
+    if allocations:
+        # Allocation events carry an allocator and a size only (no time, no instruction): a total per
+        # allocator is all they say.
+        other["allocations"] = allocations
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+
+
+def debug_value(ev: Any) -> dict[str, Any]:
+    """What a debug event logged, as JSON: the kind, each tensor's dtype/sizes/strides/offset into the
+    run's debug buffer (the data itself is there, not in the ETDump), or the scalar."""
+    out: dict[str, Any] = {"kind": ev.kind}
+    if ev.tensors:
+        out["tensors"] = [
+            {"dtype": t.dtype, "sizes": list(t.sizes), "strides": list(t.strides), "offset": t.offset}
+            for t in ev.tensors
+        ]
+    if ev.scalar is not None:
+        out["value"] = ev.scalar
+    if ev.output is not None:
+        out["method_output"] = ev.output
+    return out
+
+
+def _debug_events(run: Any, tid: int, scale: float, sym: Symbolicator) -> list[dict[str, Any]]:
+    """The run's debug events (intermediate outputs) as instant events where their instruction ended.
+
+    A debug event has no time of its own: the runtime logs an instruction's output right after the
+    instruction, so it is placed at the end of that instruction's last profile event (the run's end for
+    the method's outputs, chain -1), annotated like the instruction."""
+    if not run.debug:
+        return []
+    ends: dict[int, int] = {}
+    last = 0
+    for ev in run.events:
+        last = max(last, ev.end)
+        if ev.chain >= 0 and ev.instruction >= 0:
+            ends[ev.instruction] = max(ends.get(ev.instruction, 0), ev.end)
+    out = []
+    for d in run.debug:
+        args: dict[str, Any] = {"chain": d.chain, "instruction_id": d.instruction, **debug_value(d)}
+        if d.delegate_id != -1 or d.delegate_name:
+            args["delegate_debug_id"] = d.delegate_id if d.delegate_id != -1 else d.delegate_name
+        at = last
+        if d.chain >= 0 and d.instruction >= 0:
+            at = ends.get(d.instruction, last)
+            try:
+                answer = sym.instruction(d.chain, d.instruction)
+            except NotFoundError:
+                args["unresolved"] = True
+            else:
+                args.update(_annotation(answer.handles, answer.op))
+        name = d.name or ("method output" if d.output else f"output of instruction {d.instruction}")
+        out.append(
+            {"name": name, "cat": "executorch.debug", "ph": "i", "s": "t", "pid": 0, "tid": tid, "ts": at * scale,
+             "args": args}
+        )  # fmt: skip
+    return out
 
 
 def _event_handle(args: dict[str, Any]) -> int | None:
