@@ -77,3 +77,26 @@ def test_save_refuses_what_is_not_a_program(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="ExportedProgram"):
         tt.save(object(), tmp_path / "x.pt2")
     assert not (tmp_path / "x.pt2").exists()
+
+
+def test_save_skips_torchs_debug_formatting_only_while_debug_logging_is_off(caplog: pytest.LogCaptureFixture) -> None:
+    """torch formats the whole graph for a debug log line whether or not it is logged; save runs
+    torch's serialize_graph without that statement, and torch's own while debug logging is on."""
+    import importlib
+    import logging
+
+    from tracepack.torch import saver
+
+    serde = importlib.import_module("torch._export.serde.serialize")
+    quiet = saver._without_debug_log(serde.GraphModuleSerializer.serialize_graph, dict(vars(serde)))
+    assert quiet is not None
+    assert "print_readable" not in quiet.__code__.co_names
+    assert "print_readable" in serde.GraphModuleSerializer.serialize_graph.__code__.co_names
+    ep = torch.export.load(CORPUS / "cond.pt2")
+    quiet_bytes = io.BytesIO()
+    tt.save(ep, quiet_bytes)
+    with caplog.at_level(logging.DEBUG, logger=serde.log.name):
+        logged = io.BytesIO()
+        tt.save(ep, logged)
+    assert any("[serialize_graph]" in r.getMessage() for r in caplog.records)
+    assert members(quiet_bytes.getvalue()) == members(logged.getvalue())

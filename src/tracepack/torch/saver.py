@@ -22,6 +22,7 @@ import gc
 import importlib
 import io
 import json
+import logging
 import os
 import sys
 import threading
@@ -55,11 +56,74 @@ def _serializer(serde: Any) -> Any:
                 return s
 
             g["ExportedProgramSerializer"] = make
+            quiet = _without_debug_log(serde.GraphModuleSerializer.serialize_graph, g)
+            if quiet is not None:
+                graph_serializer = serde.GraphModuleSerializer
+
+                def make_graph_serializer(*args: Any, **kwargs: Any) -> Any:
+                    s = graph_serializer(*args, **kwargs)
+                    if not serde.log.isEnabledFor(logging.DEBUG):
+                        s.serialize_graph = types.MethodType(quiet, s)
+                    return s
+
+                g["GraphModuleSerializer"] = make_graph_serializer
             top = serde.serialize
             fn = types.FunctionType(top.__code__, g, top.__name__, top.__defaults__)
             fn.__kwdefaults__ = top.__kwdefaults__
             _PATCHED["serialize"] = fn
     return _PATCHED["serialize"]
+
+
+def _without_debug_log(fn: Any, g: dict[str, Any]) -> Any:
+    """torch's ``serialize_graph`` without its ``log.debug(...)`` statements, compiled over ``g``, or
+    None. torch formats the whole graph (``print_readable``: its Python code generated anew) as the
+    argument of a debug log line, whether or not debug logging is on; used only while it is off."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        filename = inspect.getsourcefile(fn) or "<torch>"
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    (func,) = tree.body
+    if not isinstance(func, ast.FunctionDef) or func.decorator_list:
+        return None
+
+    def is_debug_log(stmt: ast.stmt) -> bool:
+        return (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "debug"
+            and isinstance(stmt.value.func.value, ast.Name)
+            and stmt.value.func.value.id == "log"
+        )
+
+    kept = [stmt for stmt in func.body if not is_debug_log(stmt)]
+    if len(kept) == len(func.body) or not kept:
+        return None
+    func.body = kept
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, filename, "exec"), g, namespace)  # torch's own source, one statement fewer
+    out = namespace[func.name]
+    out.__qualname__ = fn.__qualname__
+    return out
+
+
+def _payload_config(w: Any, config: Any, member: str, package: Any) -> None:
+    """torch's ``_package_payload_config`` (``json.dumps`` of its reflective ``_dataclass_to_dict``)
+    with the dumper generated from torch's schema: the same text."""
+    from tracepack.torch.serde import converters
+
+    dumpers = converters().dumpers
+    if "PayloadConfig" not in dumpers:
+        package._package_payload_config(w, config, member)
+        return
+    w.write_string(member, json.dumps(dumpers["PayloadConfig"](config)))
 
 
 def serialize_program(ep: Any, *, opset_version: dict[str, int] | None = None, pickle_protocol: int = 2) -> Any:
@@ -163,9 +227,9 @@ def _archive(
     model = "model"
     w = _Members()
     weights = package._package_state_dict(model, ep, w, pickle_protocol)
-    package._package_payload_config(w, weights, c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(model))
+    _payload_config(w, weights, c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(model), package)
     constants = package._package_constants(model, ep, w, pickle_protocol)
-    package._package_payload_config(w, constants, c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(model))
+    _payload_config(w, constants, c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(model), package)
     program, example_inputs = serialize_program(ep, opset_version=opset_version, pickle_protocol=pickle_protocol)
     doc = pt2.split_program(program, keep=keep, strip=strip, source="<ExportedProgram>")
     program_member = c.MODELS_FILENAME_FORMAT.format(model)
