@@ -39,3 +39,30 @@ def log_lines(draw: st.DrawFn) -> tuple[str, list[Reference]]:
             refs.append(("handle", 0, 0, hs))
         parts.append(" " + draw(noise))
     return "".join(parts), refs
+
+
+#: Op names a profiler prints for the profile sample's nodes, and others it prints around them.
+PROFILE_OPS = ["aten::embedding", "aten::linear", "aten::relu", "aten::add", "aten::layer_norm", "aten::softmax"]
+OTHER_OPS = ["aten::empty", "aten::view", "aten::addmm", "aten::copy_", "my::op"]
+
+
+@st.composite
+def profiler_traces(draw: st.DrawFn) -> list[dict[str, object]]:
+    """Chrome-trace event lists as torch.profiler writes them: complete events on a few threads, each
+    top-level op possibly holding child ops, with names from the sample model's ops and others."""
+    events: list[dict[str, object]] = []
+    ts = 0.0
+    for _ in range(draw(st.integers(0, 30))):
+        name = draw(st.sampled_from(PROFILE_OPS + OTHER_OPS))
+        dur = float(draw(st.integers(2, 50)))
+        tid = draw(st.sampled_from([1, 1, 2]))
+        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+                       "args": {"Ev Idx": len(events)}})  # fmt: skip
+        for k in range(draw(st.integers(0, 2))):
+            child = draw(st.sampled_from(OTHER_OPS + PROFILE_OPS))
+            events.append({"ph": "X", "cat": "cpu_op", "name": child, "pid": 1, "tid": tid, "ts": ts + 1 + k,
+                           "dur": 0.5, "args": {"Ev Idx": len(events)}})  # fmt: skip
+        ts += dur + draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
+    return events

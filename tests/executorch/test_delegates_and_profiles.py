@@ -4,20 +4,27 @@ and the nodes' own ``stack_trace`` / ``nn_module_stack``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tracepack.cli import main
+from tracepack.errors import TracepackError
 from tracepack.runtime.artifacts import open_artifact
-from tracepack.runtime.profile import aten_name, module_summary, source_of
+from tracepack.runtime.describe import describe_executorch
+from tracepack.runtime.profile import annotate_chrome, aten_name, debug_value, module_summary, source_of
 from tracepack.runtime.symbols import Symbolicator
+from tracepack.torch.executorch.etdump import read_etdump
 from tracepack.traces import parse_nn_module_stack
 
 from .helpers import DATA, FRAMEWORK_EVENTS
+from .strategies import profiler_traces
 
 DELEGATE = DATA / "delegate.etrecord"
 DELEGATE_DUMP = DATA / "delegate.etdp"
@@ -152,6 +159,26 @@ def test_plain_trace_maps_by_op_order_to_the_same_nodes(tmp_path: Path) -> None:
     assert sum(r[2] for r in rows) == len(nodes)  # nested ops are not counted twice
 
 
+def test_node_markers_are_trusted_only_when_their_ops_agree(tmp_path: Path) -> None:
+    plain = json.loads(TRACE.read_text())
+    lone = [{"ph": "X", "cat": "cpu_op", "name": "## 3 ##", "pid": 1, "tid": 1, "ts": 0, "dur": 2, "args": {}}]
+    sym = _model_symbolicator()
+    assert annotate_chrome({"traceEvents": lone}, [sym])["traceEvents"] == lone
+    # two node markers swapped: the first op inside each is no longer its node's op, so no marker is used
+    shifted = json.loads(json.dumps(plain))
+    marks = [
+        e for e in shifted["traceEvents"] if str(e.get("name", "")).startswith("## ") and e["name"][3:-3].isdigit()
+    ]
+    marks[0]["name"], marks[1]["name"] = marks[1]["name"], marks[0]["name"]
+    mapped = [
+        e["args"].get("fx_mapping")
+        for e in annotate_chrome(shifted, [sym])["traceEvents"]
+        if "node" in (e.get("args") or {})
+    ]
+    assert mapped
+    assert set(mapped) == {"op order"}
+
+
 def test_a_trace_of_something_else_is_copied_unchanged(tmp_path: Path) -> None:
     plain = json.loads(PLAIN.read_text())
     other = {"traceEvents": [e for e in plain["traceEvents"] if e.get("name") in ("aten::empty", "aten::view")]}
@@ -256,3 +283,48 @@ def test_inspect_of_a_damaged_etdump_is_one_line(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "cut.etdp" in err
+
+
+# -- properties -----------------------------------------------------------------------------------------
+
+
+@cache
+def _model_symbolicator() -> Symbolicator:
+    (sym,) = open_artifact(str(MODEL))
+    return sym
+
+
+@given(profiler_traces())
+def test_any_profiler_trace_maps_only_events_that_run_a_node_op(events: list[dict[str, Any]]) -> None:
+    sym = _model_symbolicator()
+    trace = annotate_chrome({"traceEvents": events}, [sym])
+    ops = [aten_name(sym.doc.node(k).target) for k in range(len(sym.doc))]  # type: ignore[arg-type]
+    expected_next: dict[Any, int] = {}
+    for before, after in zip(events, trace["traceEvents"], strict=True):
+        args = after.get("args") or {}
+        if "node" not in args:
+            assert after == before  # not matched: copied unchanged
+            continue
+        assert {k: v for k, v in after.items() if k != "args"} == {k: v for k, v in before.items() if k != "args"}
+        assert args["fx_mapping"] == "op order"
+        if not args.get("fx_nested"):
+            k = expected_next.get(after["tid"], 0)
+            assert args["node"] == sym.doc.node(k).name  # graph order, thread by thread, call after call
+            assert after["name"] == ops[k]
+            expected_next[after["tid"]] = (k + 1) % len(ops)
+
+
+@given(st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=8), st.integers(0, 5000))
+def test_damaged_debug_etdump_is_an_answer_or_a_tracepack_error(edits: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray((DATA / "model_debug.etdp").read_bytes())
+    for at, value in edits:
+        if data:
+            data[at % len(data)] = value
+    damaged = bytes(data[: max(cut, 12)])
+    damaged = damaged[:8] + b"ED00" + damaged[12:]
+    with contextlib.suppress(TracepackError):
+        dump = read_etdump(damaged, source="damaged.etdp")
+        describe_executorch(damaged, source="damaged.etdp")
+        for run in dump.runs:
+            for d in run.debug:
+                debug_value(d)

@@ -304,11 +304,12 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
             k = n_nodes - 1 - (last - index)
             if 0 <= k < n_nodes:
                 out[mark] = (k, "node marker", False)
-        agree = all(
+        checked = [
             targets[k] == first_op[mark]
             for mark, index in node_marks.items()
             if mark in first_op and 0 <= (k := n_nodes - 1 - (last - index)) < n_nodes
-        )
+        ]
+        agree = bool(checked) and all(checked)  # markers with no op inside prove nothing
         if agree:
             return {i: (k, how, nested or i not in node_marks) for i, (k, how, nested) in out.items()}
         out = {}
