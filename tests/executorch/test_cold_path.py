@@ -30,6 +30,8 @@ NOT_LOADED = (
     "tracepack_generated.v1_1.validate",
     "torch",
     "zipfile",
+    "secrets",
+    "hashlib",
 )
 
 CONVERT = ("--codec", "flatbuffers", "--compression", "none")

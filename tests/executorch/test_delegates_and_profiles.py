@@ -328,3 +328,20 @@ def test_damaged_debug_etdump_is_an_answer_or_a_tracepack_error(edits: list[tupl
         for run in dump.runs:
             for d in run.debug:
                 debug_value(d)
+
+
+def test_the_runtimes_delegate_messages_are_symbolicated(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The format strings are libexecutorch's (ExecuTorch 1.5.1), filled in as the runtime would."""
+    log = tmp_path / "device.log"
+    log.write_text(
+        "[method.cpp:1400] CALL_DELEGATE execute failed at instruction 3: 0x23\n"
+        "[method.cpp:1390] DELEGATE_CALL index 7 >= num delegates 3 at instruction 5\n"
+        "[method.cpp:1500] Instruction execution limit (10000000) exceeded at chain 0, instruction 1. "
+        "Possible infinite loop detected.\n"
+    )
+    assert main(["symbolicate", str(DELEGATE), str(log)]) == 0
+    out = capsys.readouterr().out
+    for instruction, handles in ((3, "6, 7, 8"), (5, "10, 11"), (1, "2, 3, 4")):
+        assert f"instruction 0:{instruction}: aten.linear.default (delegate call to XnnpackBackend) " in out
+        assert f"(debug handles {handles})" in out
+    assert "node aten_linear_default_1 (aten.linear.default):" in out

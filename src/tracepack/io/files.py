@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Iterator
@@ -198,6 +197,8 @@ def _remove_stale_temps(target: Path) -> None:
 
 
 def _temp_name(target: Path) -> Path:
+    import secrets  # here: its hashlib/hmac imports cost a command that writes nothing ~4 ms
+
     return target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
 
 

@@ -6,6 +6,8 @@ Recognised references (each a regular expression over one line):
     ExecuTorch's runtime (``method.cpp``) when a kernel fails; ``C`` is the chain, ``I`` the
     instruction; the method is not printed (``--method`` picks it, default ``forward``). Other
     ``... failed at instruction [C:]I`` messages (delegate calls) are read the same way.
+``... num delegates N at instruction I``, ``... exceeded at chain C, instruction I``
+    the runtime's other messages that name an instruction (a bad delegate index, the instruction limit).
 ``debug_handles:{N[, M...]}``
     the TorchScript lite interpreter when the file on the device has no debug maps
     (``Debug info for handle(s): debug_handles:{43}, was not found.``).
@@ -32,6 +34,10 @@ from tracepack.traces import parse_stack_trace, render_frames
 __all__ = ["Reference", "find_references", "render_handle", "render_instruction", "symbolicate_lines"]
 
 INSTRUCTION_RE = re.compile(r"failed at instruction (?:(\d+):)?(\d+)(?: in operator (\S+?):?(?=\s|$))?")
+#: The runtime's other messages that name an instruction (libexecutorch's format strings):
+#: ``DELEGATE_CALL index %u >= num delegates %zu at instruction %zu`` and
+#: ``Instruction execution limit (%zu) exceeded at chain %zu, instruction %zu``.
+OTHER_INSTRUCTION_RE = re.compile(r"num delegates \d+ at instruction (\d+)|exceeded at chain (\d+), instruction (\d+)")
 MOBILE_RE = re.compile(r"debug_handles:\{(\d+(?:\s*,\s*\d+)*)\}")
 #: The whole sentence the lite interpreter prints for handles missing from the file's maps.
 MOBILE_NOT_FOUND = "Debug info for handle(s): debug_handles:{%s}, was not found."
@@ -59,6 +65,10 @@ def find_references(line: str, number: int = 0) -> list[Reference]:
     for m in INSTRUCTION_RE.finditer(line):
         chain = int(m.group(1)) if m.group(1) is not None else 0
         out.append(Reference(number, m.start(), m.end(), "instruction", chain, int(m.group(2)), (), m.group(3) or ""))
+    for m in OTHER_INSTRUCTION_RE.finditer(line):
+        chain = int(m.group(2)) if m.group(2) is not None else 0
+        instruction = int(m.group(1) if m.group(1) is not None else m.group(3))
+        out.append(Reference(number, m.start(), m.end(), "instruction", chain, instruction))
     for m in MOBILE_RE.finditer(line):
         hs = tuple(int(x) for x in re.split(r"\s*,\s*", m.group(1)))
         out.append(Reference(number, m.start(), m.end(), "handle", handles=hs))
