@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
 
@@ -23,6 +24,7 @@ from tracepack.codecs import msgpack as mpc
 from tracepack.codegen.check import load_schemas
 from tracepack.codegen.emit_fbs_python import share_vtables
 from tracepack.demo import sample_model_json
+from tracepack.errors import DecodeError
 from tracepack.torch.export.model_json import import_model_json
 from tracepack.versions import CURRENT, VERSIONS
 
@@ -126,3 +128,17 @@ def test_cpp_verifier_accepts_the_newest_layout(tmp_path: Path) -> None:
     done = subprocess.run([str(verifier), str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout
     assert done.stdout.split() == [str(len(doc)), str(len(doc.strings))]
+
+
+def test_a_damaged_own_vtable_is_a_decode_error_not_a_crash() -> None:
+    """An adjacent vtable that is no vtable the reader knows goes through the full checks."""
+    doc = import_model_json(sample_model_json())
+    data = bytearray(fbc.encode(_as(doc.raw, NEWEST), NEWEST))
+    body, _ = fbc.split(bytes(data))
+    _, vt = _node_tables(bytes(body), NEWEST)[3]
+    for offset, value in [(0, 3), (0, 0xFFFE), (2, 0xFFFF), (2, 0)]:  # vtable size odd / huge, table size
+        bad = bytearray(data)
+        struct.pack_into("<H", bad, vt + offset, value)
+        with pytest.raises(DecodeError) as info:
+            fbc.decode(bytes(bad), NEWEST)
+        assert "graph.nodes[3]" in info.value.where or "vtable" in str(info.value)

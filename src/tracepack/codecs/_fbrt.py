@@ -119,7 +119,7 @@ def need(pos: int) -> int:
 class _Shape:
     """How a table with a given set of present slots is written: one compiled function."""
 
-    __slots__ = ("size", "vtable", "write")
+    __slots__ = ("size", "vtable", "write", "write_own")
 
     def __init__(self, kinds: str, mask: int) -> None:
         present = [i for i in range(len(kinds)) if mask >> i & 1]
@@ -153,22 +153,41 @@ class _Shape:
         w._grow(pad + {k + len(vt)})
         head = w.head
     head -= pad + {k}
-    vtables = w.vtables
-    old = vtables.get(VT) if vtables is not None else None
+    old = w.vtables.get(VT)
     if old is None:
         pack(w.buf, head, {len(vt)}{args})
         head -= {len(vt)}
         w.buf[head : head + {len(vt)}] = VT
-        if vtables is not None:
-            vtables[VT] = at + {len(vt)}
+        w.vtables[VT] = at + {len(vt)}
     else:
         pack(w.buf, head, old - at{args})
     w.head = head
     return at
 """
-        scope: dict[str, Any] = {"VT": vt, "pack": struct.Struct(fmt).pack_into}
+        # The same with the table's own vtable right before it: both in one pack (soffset = vtable size).
+        words = ", ".join(map(str, struct.unpack(f"<{len(vt) // 2}H", vt)))
+        src_own = f"""def write_own(w, values):
+    head = w.head
+    size = len(w.buf) - head
+    pad = -(size + {k}) % {align}
+    at = size + pad + {k}
+    if head < pad + {k + len(vt)}:
+        w._grow(pad + {k + len(vt)})
+        head = w.head
+    head -= pad + {k + len(vt)}
+    pack_own(w.buf, head, {words}, {len(vt)}{args})
+    w.head = head
+    return at
+"""
+        scope: dict[str, Any] = {
+            "VT": vt,
+            "pack": struct.Struct(fmt).pack_into,
+            "pack_own": struct.Struct(f"<{len(vt) // 2}H{fmt[1:]}").pack_into,
+        }
         exec(compile(src, f"<tracepack table shape {mask:#x}>", "exec"), scope)
+        exec(compile(src_own, f"<tracepack table shape {mask:#x}, own vtable>", "exec"), scope)
         self.write: Callable[[Writer, tuple[Any, ...]], int] = scope["write"]
+        self.write_own: Callable[[Writer, tuple[Any, ...]], int] = scope["write_own"]
 
 
 class Layout:
@@ -323,7 +342,8 @@ class Writer:
 
     def table(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
         """Write a table; ``values`` has one entry per slot, objects as their offsets from the end."""
-        return (spec.shapes.get(mask) or spec.shape(mask)).write(self, values)
+        shape = spec.shapes.get(mask) or spec.shape(mask)
+        return (shape.write if self.vtables is not None else shape.write_own)(self, values)
 
     def leaf(self, spec: TableSpec, mask: int, values: tuple[Any, ...]) -> int:
         """A table of integer slots only: written once per distinct content, then shared."""
@@ -469,20 +489,22 @@ class Reader:
         mv = self.mv
         if not 0 <= pos <= n - 4:
             raise Bad(f"{spec.name} table at byte {pos} is outside the buffer ({n} bytes)")
-        vt = pos - _I32.unpack_from(mv, pos)[0]
-        key = vt * 4096 + spec.index
-        lay = self.layouts.get(key)
-        if lay is None or lay.spec is not spec:
-            # Unshared vtables (schema 1.2 on) are one per table: found by content (the spec's layouts
-            # were made from vtables already checked, so an equal vtable needs no check), and the
-            # cache by position is bounded.
-            # A vtable right before its table (what Writer(share_vtables=False) writes) is the bytes
-            # between them: equal to a known vtable, it is one (a vtable starts with its own size).
-            lay = spec._layouts.get(mv[vt:pos].tobytes()) if 4 <= pos - vt <= 256 and vt >= 0 else None
+        soffset = _I32.unpack_from(mv, pos)[0]
+        vt = pos - soffset
+        if 4 <= soffset <= 256 and vt >= 0:
+            # The vtable right before its table (what Writer(share_vtables=False) writes, one vtable per
+            # table, schema 1.2 on) is the bytes between them: equal to a vtable this spec has a layout
+            # of (made from a vtable already checked), it is one, as a vtable starts with its own size.
+            lay = spec._layouts.get(mv[vt:pos].tobytes())
             if lay is None:
                 lay = self._layout(spec, vt, pos)
-            if len(self.layouts) < _POSITIONS:
-                self.layouts[key] = lay
+        else:
+            key = vt * 4096 + spec.index
+            lay = self.layouts.get(key)
+            if lay is None or lay.spec is not spec:
+                lay = self._layout(spec, vt, pos)
+                if len(self.layouts) < _POSITIONS:  # bounded: a hostile buffer may have a vtable per table
+                    self.layouts[key] = lay
         if pos + lay.size > n:
             raise Bad(f"{spec.name} table at byte {pos} ({lay.size} bytes) overruns the buffer ({n} bytes)")
         return lay.read(mv, pos)
