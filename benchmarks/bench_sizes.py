@@ -30,6 +30,7 @@ import sys
 import zipfile
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -122,6 +123,29 @@ def run(report: Report) -> None:
     )  # fmt: skip
 
 
+def raw_in(raw: Any, version: tuple[int, int]) -> Any:
+    """``raw`` (a document of this build's version) in ``version``'s model: migrated down or up; a draft
+    without its migration yet by its fields (newer minors only add fields with defaults); None when the
+    document cannot be written in ``version`` without losing information."""
+    from tracepack import migrations
+    from tracepack.codecs import flatbuffers as fbc
+    from tracepack.codecs import msgpack as mpc
+    from tracepack.errors import TracepackError
+
+    if version == CURRENT:
+        return raw
+    try:
+        if version < CURRENT:
+            return migrations.downgrade(raw, CURRENT, version)
+        out = migrations.upgrade(raw, CURRENT, version)
+    except TracepackError:
+        if version < CURRENT:
+            return None
+        out = mpc.decode(mpc.encode(raw, CURRENT), version)
+    out.header.version = fbc.codec_module(version).m.Version(*version)
+    return out
+
+
 def _flatbuffers_layouts(
     report: Report, name: str, doc: tracepack.Document, z_json: int, zdict: zstandard.ZstdCompressionDict
 ) -> None:
@@ -130,14 +154,12 @@ def _flatbuffers_layouts(
     full decode, newest layout against 1.1's, timed interleaved (the document is the same: the newer
     model's added fields at their defaults)."""
     from tracepack.codecs import flatbuffers as fbc
-    from tracepack.codecs import msgpack as mpc
     from tracepack.versions import VERSIONS
 
     newest, old = max(VERSIONS), (1, 1)
-    if newest <= old:
+    raw_old, raw_new = raw_in(doc.raw, old), raw_in(doc.raw, newest)
+    if newest <= old or raw_old is None or raw_new is None:
         return
-    raw_old = mpc.decode(mpc.encode(doc.raw, CURRENT), old)
-    raw_new = mpc.decode(mpc.encode(doc.raw, CURRENT), newest)
     before, after = fbc.encode(raw_old, old), fbc.encode(raw_new, newest)
     label = f"{newest[0]}.{newest[1]}"
     report.add(
