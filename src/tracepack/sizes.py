@@ -96,7 +96,7 @@ def _flatbuffers_columns(raw: Any, version: tuple[int, int], packed: Callable[[b
     root = type(raw).__name__
 
     def written(key: tuple[str, str], value: Any) -> bytes:
-        w = rt.Writer(1024)
+        w = rt.Writer(1024, share_vtables=module.SHARE_VTABLES)  # the version's own layout
         writers[key](w, value)
         return bytes(memoryview(w.buf)[w.head :])
 

@@ -25,6 +25,7 @@ from tracepack.codegen.check import load_schemas
 from tracepack.codegen.emit_fbs_python import share_vtables
 from tracepack.demo import sample_model_json
 from tracepack.errors import DecodeError, TracepackError
+from tracepack.sizes import column_sizes
 from tracepack.torch.export.model_json import import_model_json
 from tracepack.versions import CURRENT, VERSIONS
 
@@ -66,6 +67,18 @@ def test_released_versions_share_vtables_and_newer_ones_do_not() -> None:
     assert share_vtables(SCHEMAS[(1, 0)])
     assert share_vtables(SCHEMAS[(1, 1)])
     assert all(not share_vtables(s) for v, s in SCHEMAS.items() if v >= (1, 2))
+    for version in VERSIONS:  # what the generated codec of each version writes
+        assert share_vtables(SCHEMAS[version]) == fbc.codec_module(version).SHARE_VTABLES
+
+
+def test_inspect_measures_each_version_in_its_own_layout() -> None:
+    """``tracepack inspect``'s FlatBuffers columns add up to the document buffer in either layout."""
+    doc = import_model_json(sample_model_json())
+    for version in ((1, 1), NEWEST):
+        raw = _as(doc.raw, version)
+        body, _ = fbc.split(fbc.encode(raw, version))
+        total = sum(c.raw_bytes for c in column_sizes(raw, "flatbuffers", version))
+        assert 0.9 * len(body) < total < 1.1 * len(body), version
 
 
 def test_each_table_has_its_own_vtable_from_1_2() -> None:

@@ -420,6 +420,7 @@ class _Emitter:
             '    "FIELD_WRITERS",',
             '    "FILE_IDENTIFIER",',
             '    "REFS",',
+            '    "SHARE_VTABLES",',
             '    "SPECS",',
             '    "TABLES",',
             '    "decode",',
@@ -427,6 +428,8 @@ class _Emitter:
             "]",
             "",
             f"FILE_IDENTIFIER: Final = {schema.file_identifier.encode('ascii')!r}",
+            "#: Whether tables share vtables (1.0, 1.1) or each has its own right before it (1.2 on).",
+            f"SHARE_VTABLES: Final = {share_vtables(schema)}",
             "",
         ]
         specs: list[tuple[str, str]] = []
@@ -452,7 +455,7 @@ class _Emitter:
             "",
             f"def encode(doc: m.{root}) -> bytes:",
             '    """The FlatBuffer of ``doc`` (without the side index; see ``tracepack.codecs.flatbuffers``)."""',
-            f"    w = rt.Writer({'' if share_vtables(schema) else 'share_vtables=False'})",
+            "    w = rt.Writer(share_vtables=SHARE_VTABLES)",
             f"    return w.finish(_e_{_snake(root)}(w, doc), FILE_IDENTIFIER)",
             "",
             "",

@@ -22,6 +22,7 @@ __all__ = [
     "FIELD_WRITERS",
     "FILE_IDENTIFIER",
     "REFS",
+    "SHARE_VTABLES",
     "SPECS",
     "TABLES",
     "decode",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 FILE_IDENTIFIER: Final = b"TPK1"
+#: Whether tables share vtables (1.0, 1.1) or each has its own right before it (1.2 on).
+SHARE_VTABLES: Final = True
 
 _S_VERSION = rt.TableSpec(
     "Version",
@@ -508,7 +511,7 @@ SPECS: Final[dict[str, rt.TableSpec]] = {
 
 def encode(doc: m.Document) -> bytes:
     """The FlatBuffer of ``doc`` (without the side index; see ``tracepack.codecs.flatbuffers``)."""
-    w = rt.Writer()
+    w = rt.Writer(share_vtables=SHARE_VTABLES)
     return w.finish(_e_document(w, doc), FILE_IDENTIFIER)
 
 
