@@ -162,6 +162,8 @@ def _archive(data: bytes, folder: Path) -> str:
     if refused:
         outcome = "refused"
     else:
+        if len(packed) > 2 * len(data) + (1 << 20):  # members are copied, never expanded (a zip bomb)
+            raise Finding(f"pack wrote {len(packed)} bytes from {len(data)}")
         unpacked = pt2.unpack_pt2(packed, source="packed.pt2")  # our own output must read back
         with zipfile.ZipFile(io.BytesIO(unpacked)) as z, zipfile.ZipFile(io.BytesIO(data)) as orig:
             if z.namelist() != orig.namelist():

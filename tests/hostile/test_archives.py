@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,118 @@ def test_convert_and_pack_of_a_big_archive_never_hold_the_weights(tmp_path: Path
     assert peak < 40 << 20  # the program and its document, not the 96 MiB member
     with zipfile.ZipFile(tmp_path / "packed.pt2") as z:
         assert z.getinfo(f"{z.namelist()[0].split('/')[0]}/data/weights_big").file_size == 96 << 20
+
+
+RELEASE_FLAT = ROOT / "tests/data/torch/releases/2.3/transformer.pt2"
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}  # zipfile checks each CRC
+
+
+@pytest.mark.parametrize(("original", "aligned"), [(SAMPLE, True), (RELEASE_FLAT, False)])
+def test_zip64_records_on_small_members_pack_and_unpack(tmp_path: Path, original: Path, aligned: bool) -> None:
+    from tests.hostile.zip64 import write_zip64
+
+    members = _members(original)
+    src = tmp_path / "zip64.pt2"
+    write_zip64(src, members.items(), aligned=aligned)
+    with zipfile.ZipFile(src) as z:  # the reference reader takes the forced zip64 records
+        assert z.testzip() is None
+        assert all(i.extract_version == 45 for i in z.infolist())
+    with open_archive_file(src) as archive:
+        assert archive.names() == list(members)
+        assert archive.torch_aligned() is aligned
+        for name, data in members.items():
+            assert archive.read(name) == data
+    packed, back = tmp_path / "packed.pt2", tmp_path / "back.pt2"
+    pt2.pack_pt2_file(src, packed)
+    pt2.unpack_pt2_file(packed, back)
+    assert _members(back) == members
+    # The same bytes as packing the archive torch wrote: the zip64 records change nothing.
+    pt2.pack_pt2_file(original, tmp_path / "direct.pt2")
+    assert _members(packed) == _members(tmp_path / "direct.pt2")
+
+
+def _flat_with_big_member(path: Path, size: int) -> dict[str, bytes]:
+    """torch 2.3's flat archive plus a ``size``-byte stored member of zeros (a sparse hole)."""
+    from tests.hostile.zip64 import write_zip64
+
+    members = _members(RELEASE_FLAT)
+    write_zip64(path, [*members.items(), ("weights_big.bin", size)], aligned=False)
+    return members
+
+
+def test_pack_of_a_flat_archive_streams_its_members(tmp_path: Path) -> None:
+    import tracemalloc
+
+    src = tmp_path / "flat.pt2"
+    members = _flat_with_big_member(src, 96 << 20)
+    packed, back = tmp_path / "packed.pt2", tmp_path / "back.pt2"
+    tracemalloc.start()
+    try:
+        pt2.pack_pt2_file(src, packed)
+        pt2.unpack_pt2_file(packed, back)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 << 20  # the program and its document, not the 96 MiB member
+    with zipfile.ZipFile(back) as z:
+        assert z.getinfo("weights_big.bin").file_size == 96 << 20
+        assert all(z.read(n) == data for n, data in members.items())
+        with z.open("weights_big.bin") as f:  # read to its end: zipfile checks the CRC
+            while chunk := f.read(16 << 20):
+                assert not chunk.strip(b"\0")
+
+
+def _raw(path: Path, name: str) -> bytes:
+    """A member's bytes as stored (compressed), after its local header."""
+    import struct
+
+    with zipfile.ZipFile(path) as z, path.open("rb") as f:
+        info = z.getinfo(name)
+        f.seek(info.header_offset + 26)
+        name_len, extra_len = struct.unpack("<HH", f.read(4))
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        return f.read(info.compress_size)
+
+
+def test_a_compressed_member_of_a_flat_archive_is_copied_without_recompressing(tmp_path: Path) -> None:
+    members = _members(RELEASE_FLAT)
+    notes = " ".join(str(i * i) for i in range(20_000)).encode()
+    src = tmp_path / "flat.pt2"
+    with zipfile.ZipFile(src, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        # Deflated at level 1: zipfile's default level (6) would give other bytes.
+        z.writestr("extra_files/notes.txt", notes, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+    packed = tmp_path / "packed.pt2"
+    pt2.pack_pt2_file(src, packed)
+    assert _raw(packed, "extra_files/notes.txt") == _raw(src, "extra_files/notes.txt")
+    assert zlib.compress(notes, 6) != zlib.compress(notes, 1)
+    with zipfile.ZipFile(packed) as z:
+        assert z.getinfo("extra_files/notes.txt").compress_type == zipfile.ZIP_DEFLATED
+        assert z.read("extra_files/notes.txt") == notes
+
+
+def test_expand_of_a_packed_archive_streams_the_weights(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from benchmarks.bench_hostile import _big_pt2
+    from tracepack.cli import main
+
+    src, packed = tmp_path / "big.pt2", tmp_path / "packed.pt2"
+    _big_pt2(src, 96 << 20)
+    pt2.pack_pt2_file(src, packed)
+    assert main(["convert", str(packed), str(tmp_path / "doc.tpk")]) == 0
+    out = tmp_path / "out.pt2"
+    tracemalloc.start()
+    try:
+        assert main(["expand", str(tmp_path / "doc.tpk"), str(out), "--archive", str(packed)]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 << 20
+    original, expanded = _members(src), _members(out)
+    assert expanded == original  # the program byte for byte, the weights whole

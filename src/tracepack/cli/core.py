@@ -274,6 +274,13 @@ def cmd_expand(args: argparse.Namespace) -> int:
         archives = optional("tracepack.torch.archives")
         if archives is None:
             raise UsageError("rebuilding archives is not part of this build", where="--archive")
+        if args.out != "-":  # file to file: the weights stream through, never whole in memory
+            size = archives.expand_archive_file(
+                doc, args.archive, args.out, debug_format=args.debug_format, overwrite=args.force
+            )
+            info = {"input": display(args.file), "output": args.out, "bytes": size}
+            report(args.out, f"wrote {args.out}: {size} bytes", info, as_json=args.json)
+            return EXIT_OK
         data = archives.expand_archive(doc, args.archive, debug_format=args.debug_format)
     else:
         data = export_json.export_model_json(doc)

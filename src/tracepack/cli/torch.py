@@ -33,7 +33,12 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
     keep = args.keep or ()
     if args.src != "-" and args.dst != "-":
-        return _run_files(args, lambda s, d: pack_pt2_file(s, d, keep=keep, strip=args.strip_all, overwrite=args.force))
+        return _run_files(
+            args,
+            lambda s, d: pack_pt2_file(
+                s, d, keep=keep, strip=args.strip_all, overwrite=args.force, durable=not args.no_fsync
+            ),
+        )
     return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=keep, strip=args.strip_all))
 
 
@@ -42,7 +47,7 @@ def cmd_unpack(args: argparse.Namespace) -> int:
     from tracepack.torch.pt2 import unpack_pt2, unpack_pt2_file
 
     if args.src != "-" and args.dst != "-":
-        return _run_files(args, lambda s, d: unpack_pt2_file(s, d, overwrite=args.force))
+        return _run_files(args, lambda s, d: unpack_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync))
     return _run(args, lambda data: unpack_pt2(data, source=display(args.src)))
 
 
@@ -51,6 +56,15 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     from tracepack.torch.upgrade import upgrade_pt2
 
     return _run(args, lambda data: upgrade_pt2(data, source=display(args.src)))
+
+
+def _add_no_fsync(p: Any) -> None:
+    p.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="do not sync the output to disk before renaming it into place (faster for large files, as "
+        "cp; still atomic, but a power loss right after may leave it incomplete)",
+    )
 
 
 def register(sub: Any) -> None:
@@ -65,6 +79,7 @@ def register(sub: Any) -> None:
         help="move every metadata string, not only stack_trace and from_node: smaller, but plain "
         "torch.export.load then has no nn_module_stack (unflatten fails) nor source_fn_stack",
     )
+    _add_no_fsync(k)
     add_force(k)
     add_json(k)
     k.set_defaults(func=cmd_pack)
@@ -72,6 +87,7 @@ def register(sub: Any) -> None:
     u = sub.add_parser("unpack", help="put a packed .pt2's debug strings back: model.json byte for byte")
     u.add_argument("src", help="a .pt2 written by `tracepack pack` (- for stdin)")
     u.add_argument("dst", help="output .pt2 (written atomically; - for stdout)")
+    _add_no_fsync(u)
     add_force(u)
     add_json(u)
     u.set_defaults(func=cmd_unpack)

@@ -261,9 +261,15 @@ def _open_unnamed(folder: Path) -> int | None:
 
 @contextlib.contextmanager
 def atomic_output(
-    path: str | os.PathLike[str], *, overwrite: bool = True, replace_special: bool = False
+    path: str | os.PathLike[str], *, overwrite: bool = True, replace_special: bool = False, durable: bool = True
 ) -> Iterator[BinaryIO]:
-    """A binary file to write the new contents of ``path`` to; they replace it only on success."""
+    """A binary file to write the new contents of ``path`` to; they replace it only on success.
+
+    ``durable`` (the default) syncs the new file to disk (one ``fsync``, at the end) before it
+    takes the name: after a power loss the name holds the old contents or the new ones. With
+    ``durable=False`` the rename is still atomic for every running process, but a power loss soon
+    after may leave the new name with missing data (what ``cp`` gives); it saves the time the
+    disk takes to write the file out (about 1 s for 4.5 GB here)."""
     target = Path(path)
     check_destination(target, overwrite=overwrite, replace_special=replace_special)
     _remove_stale_temps(target)
@@ -280,7 +286,8 @@ def atomic_output(
         with os.fdopen(fd, "wb", closefd=False) as f:
             yield f
             f.flush()
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         _publish(fd, tmp, target, overwrite=overwrite)
         done = True
     except OSError as exc:

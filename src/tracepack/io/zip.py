@@ -239,14 +239,17 @@ def open_archive_file(path: str | os.PathLike[str], *, source: str | None = None
 
 
 class ArchiveWriter:
-    """Write members, in order, as torch does: stored, 64-byte aligned data, ``FB`` padding.
+    """Write members, in order: by default as torch does (stored, 64-byte aligned data, ``FB`` padding).
 
     ``out`` is a binary file (seekable: a regular file or ``io.BytesIO``). Members come as bytes
     (:meth:`add`) or straight from another archive (:meth:`copy`, streamed, never whole in memory).
+    ``aligned=False`` writes as Python's ``zipfile`` does (no padding; what torch 2.1-2.7's flat
+    ``.pt2`` archives are): a copied member keeps its compression, its bytes copied raw.
     """
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: IO[bytes], *, aligned: bool = True) -> None:
         self._out = out
+        self._aligned = aligned
         self._zip = zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True)
 
     def _info(self, member: Member | str, size: int, extra_header: int = 0) -> tuple[zipfile.ZipInfo, bool]:
@@ -259,16 +262,22 @@ class ArchiveWriter:
         info.file_size = size
         # zipfile writes a zip64 local header (a 20-byte extra field) exactly when this holds.
         zip64 = size * 1.05 > zipfile.ZIP64_LIMIT
-        name = info.filename.encode("utf-8")
-        start = self._zip.start_dir if hasattr(self._zip, "start_dir") else self._out.tell()
-        pad = (-(start + _LOCAL_HEADER + len(name) + (20 if zip64 else 0) + 4)) % ALIGN
-        info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+        if self._aligned:
+            name = info.filename.encode("utf-8")
+            start = self._zip.start_dir if hasattr(self._zip, "start_dir") else self._out.tell()
+            pad = (-(start + _LOCAL_HEADER + len(name) + (20 if zip64 else 0) + 4)) % ALIGN
+            info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
         return info, zip64
 
-    def add(self, member: Member | str, data: bytes, *, deflate: bool = False) -> None:
+    def add(
+        self, member: Member | str, data: bytes, *, deflate: bool = False, compress_type: int | None = None
+    ) -> None:
+        """Store ``data`` as a member (``deflate``: compressed; ``compress_type``: any zipfile method)."""
         info, _ = self._info(member, len(data))
         if deflate:
             info.compress_type = zipfile.ZIP_DEFLATED
+        elif compress_type is not None:
+            info.compress_type = compress_type
         self._zip.writestr(info, data)
 
     def add_stream(self, member: Member | str, size: int, source: IO[bytes]) -> None:
@@ -284,25 +293,42 @@ class ArchiveWriter:
                 left -= len(chunk)
 
     def copy(self, archive: Archive, name: str, member: Member | None = None) -> None:
-        """Copy member ``name`` of ``archive`` (under ``member``'s name and attributes, if given)."""
+        """Copy member ``name`` of ``archive`` (under ``member``'s name and attributes, if given).
+
+        Its bytes are copied raw, never decompressed nor recompressed, with the CRC and sizes the
+        source's central directory gives (a reader of the output checks them): every member of an
+        unaligned archive, and every stored member (all torch writes) of an aligned one. Only a
+        compressed member of an aligned archive is decompressed, as a stream, and stored.
+        """
         src = archive.info(name)
         target = member or Member(src.filename, src.date_time, src.external_attr, src.file_size)
-        if src.compress_type == zipfile.ZIP_STORED and src.compress_size == src.file_size:
+        where = f"{archive.source}:{src.filename}"
+        if src.flag_bits & 0x1:
+            raise LegacyFormatError("the member is encrypted", source=where, expected="a plain zip member")
+        stored = src.compress_type == zipfile.ZIP_STORED
+        if stored and src.compress_size != src.file_size:
+            raise LegacyFormatError(f"stored member of {src.file_size} bytes holds {src.compress_size}", source=where)
+        if stored or not self._aligned:
+            if src.compress_type not in _RAW_METHODS:
+                raise LegacyFormatError(f"unknown compression method {src.compress_type}", source=where)
             self._copy_raw(archive, src, target)
             return
-        # A compressed member (torch never writes one for data): streamed through, stored.
+        # A compressed member of a torch-aligned archive (torch never writes one): streamed through, stored.
         info, zip64 = self._info(target, src.file_size)
         with archive.open_member(name) as f, self._zip.open(info, "w", force_zip64=zip64) as dest:
             try:
                 while chunk := f.read(_CHUNK):
                     dest.write(chunk)
             except MEMBER_ERRORS as exc:
-                raise LegacyFormatError(f"cannot read member: {exc}", source=f"{archive.source}:{name}") from None
+                raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
 
     def _copy_raw(self, archive: Archive, src: zipfile.ZipInfo, target: Member) -> None:
         offset = archive.raw_data_offset(src)
-        info, zip64 = self._info(target, src.file_size)
-        info.compress_size = src.file_size
+        info, _ = self._info(target, max(src.file_size, src.compress_size))
+        zip64 = max(src.file_size, src.compress_size) * 1.05 > zipfile.ZIP64_LIMIT
+        info.file_size = src.file_size
+        info.compress_type = src.compress_type
+        info.compress_size = src.compress_size
         info.CRC = src.CRC
         info.flag_bits = 0
         out, z = self._out, self._zip
@@ -311,8 +337,9 @@ class ArchiveWriter:
         out.write(info.FileHeader(zip64))
         out.flush()
         data_at = out.tell()
-        _copy_bytes(archive._fp, offset, out, data_at, src.file_size, where=f"{archive.source}:{src.filename}")
-        out.seek(data_at + src.file_size)
+        where = f"{archive.source}:{src.filename}"
+        _copy_bytes(archive._fp, offset, out, data_at, src.compress_size, where=where)
+        out.seek(data_at + src.compress_size)
         z.filelist.append(info)
         z.NameToInfo[info.filename] = info
         z.start_dir = out.tell()
@@ -326,6 +353,10 @@ class ArchiveWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Compression methods a raw copy may carry over (what zipfile, and so torch's readers, can read).
+_RAW_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
 
 
 def _copy_bytes(src: IO[bytes], src_at: int, dst: IO[bytes], dst_at: int, count: int, *, where: str) -> None:

@@ -25,17 +25,18 @@ document. The result is loadable by ``torch.jit.load`` / ``torch.export.load``.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
 from tracepack.errors import LegacyFormatError, UsageError
-from tracepack.io.zip import Archive, Member, open_archive, write_archive
+from tracepack.io.zip import Archive, ArchiveWriter, open_archive
 from tracepack.torch.export import layouts
 from tracepack.torch.export import model_json as export_json
 from tracepack.torch.torchscript.debug_pkl import (
@@ -56,6 +57,7 @@ __all__ = [
     "TORCHSCRIPT_EXTENSION",
     "archive_kind",
     "expand_archive",
+    "expand_archive_file",
     "import_archive",
     "import_torchscript",
 ]
@@ -322,24 +324,50 @@ def debug_pkl_bytes(doc: Document, entry: m.DebugFile, form: DebugPklForm | None
 def expand_archive(doc: Document, original_path: str | os.PathLike[str], debug_format: str | None = None) -> bytes:
     """The original archive at ``original_path`` rebuilt around ``doc``: TorchScript ``debug_pkl``
     members regenerated (``debug_format`` ``"legacy"``/``"table"``, default: each file's own), or
-    a ``.pt2`` program written back byte for byte. Returns the new archive's bytes."""
+    a ``.pt2`` program written back byte for byte. Returns the new archive's bytes
+    (:func:`expand_archive_file` writes them to a file, streaming the weights)."""
+    out = io.BytesIO()
+    _expand_to(doc, original_path, out, debug_format)
+    return out.getvalue()
+
+
+def expand_archive_file(
+    doc: Document,
+    original_path: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    debug_format: str | None = None,
+    *,
+    overwrite: bool = True,
+) -> int:
+    """:func:`expand_archive` into the file ``dst`` (written atomically); returns its size.
+
+    Only the program or the debug members are built in memory; every other member (the
+    weights) is copied raw from ``original_path``, so memory follows the graph, not the weights."""
+    from tracepack.io.files import atomic_output
+
+    with atomic_output(dst, overwrite=overwrite) as f:
+        _expand_to(doc, original_path, f, debug_format)
+        return f.tell()
+
+
+def _expand_to(doc: Document, original_path: str | os.PathLike[str], out: IO[bytes], debug_format: str | None) -> None:
     source = os.fspath(original_path)
     if debug_format is not None and debug_format not in _FORMATS:
         raise UsageError(f"debug format {debug_format!r}", where="--debug-format", expected="legacy or table")
-    from tracepack.io.files import read_input
+    from tracepack.io.zip import open_archive_file
 
-    data = read_input(source)
-    with open_archive(data, source=source) as archive:
+    with open_archive_file(source) as archive:
         if archive_kind(archive) == "pt2":
             if debug_format is not None:
                 raise UsageError("--debug-format applies to TorchScript archives only", where="--debug-format")
             from tracepack.torch import pt2
 
-            return pt2.replace_program(archive, export_json.export_model_json(doc))
-        return _expand_torchscript(doc, archive, None if debug_format is None else _FORMATS[debug_format])
+            pt2.replace_program_to(archive, export_json.export_model_json(doc), out)
+            return
+        _expand_torchscript(doc, archive, None if debug_format is None else _FORMATS[debug_format], out)
 
 
-def _expand_torchscript(doc: Document, archive: Archive, form: DebugPklForm | None) -> bytes:
+def _expand_torchscript(doc: Document, archive: Archive, form: DebugPklForm | None, out: IO[bytes]) -> None:
     files = {f.path + _DEBUG_SUFFIX: f for f in doc.raw.debug_files}
     if not files:
         raise UsageError("the document holds no TorchScript debug info: it was not converted from a .pt/.ptl")
@@ -352,12 +380,13 @@ def _expand_torchscript(doc: Document, archive: Archive, form: DebugPklForm | No
             where="--archive",
             expected="the archive the document was converted from",
         )
-    members: list[tuple[Member | str, bytes]] = []
-    for member in archive.members:
-        rel = archive.relative(member.name)
-        entry = files.get(rel)
-        members.append((member, archive.read(member.name) if entry is None else debug_pkl_bytes(doc, entry, form)))
-    return write_archive(members)
+    with ArchiveWriter(out) as w:
+        for member in archive.members:
+            entry = files.get(archive.relative(member.name))
+            if entry is None:
+                w.copy(archive, member.name, member)  # code, constants, weights: raw, streamed
+            else:
+                w.add(member, debug_pkl_bytes(doc, entry, form))
 
 
 def torchscript_info(doc: Document) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from tracepack.document import Document
 from tracepack.errors import LegacyFormatError, UsageError
-from tracepack.io.zip import Archive, ArchiveWriter, Member, open_archive, open_archive_file
+from tracepack.io.zip import Archive, Member, open_archive, open_archive_file
 from tracepack.torch.export import layouts
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "pack_pt2_file",
     "read_program",
     "replace_program",
+    "replace_program_to",
     "split_program",
     "unpack_pt2",
     "unpack_pt2_file",
@@ -253,8 +254,8 @@ def merge_into(program: Any, doc: Document, *, source: str) -> Any:
 def _write_packed(archive: Archive, out: IO[bytes], *, keep: Sequence[str], strip: bool) -> None:
     """Write the packed copy of ``archive`` to ``out``: programs rewritten, every other member copied.
 
-    A torch-aligned archive (torch 2.8+, the one that holds large weights) is written as a stream,
-    weights copied raw and never held in memory; a flat one (torch 2.1-2.7) in its own layout.
+    Either layout (torch 2.8+'s aligned one, torch 2.1-2.7's flat one) is written in its own layout
+    as a stream: every member but the programs copied raw, never held in memory.
     """
     programs = _check_pt2(archive)
     if is_packed(archive):
@@ -267,22 +268,12 @@ def _write_packed(archive: Archive, out: IO[bytes], *, keep: Sequence[str], stri
         )
         replace[member] = stripped
         extra[member] = (_tpk_name(archive, model), tpk)
-    if not archive.torch_aligned():
-        members: list[tuple[Member | str, bytes]] = []
-        for m in archive.members:
-            members.append((m, replace[m.name] if m.name in replace else archive.read(m.name)))
-            if m.name in extra:
-                members.append(extra[m.name])
-        out.write(layouts.rewrite(archive, members, deflate=set(replace)))
-        return
-    with ArchiveWriter(out) as w:
-        for m in archive.members:
-            if m.name in replace:
-                w.add(m, replace[m.name], deflate=True)
-            else:
-                w.copy(archive, m.name, m)  # weights: raw bytes, never whole in memory
-            if m.name in extra:
-                w.add(*extra[m.name])
+    plan: list[tuple[Member | str, bytes | None]] = []
+    for m in archive.members:
+        plan.append((m, replace.get(m.name)))  # None: copied raw, never whole in memory
+        if m.name in extra:
+            plan.append(extra[m.name])
+    layouts.rewrite_to(archive, out, plan, deflate=set(replace))
 
 
 def pack_pt2(data: bytes, *, source: str, keep: Sequence[str] = (), strip: bool = False) -> bytes:
@@ -305,16 +296,21 @@ def pack_pt2_file(
     strip: bool = False,
     overwrite: bool = True,
     source: str | None = None,
+    durable: bool = True,
 ) -> tuple[int, int]:
     """:func:`pack_pt2` from file to file, for archives of any size; returns (input, output) bytes.
 
     Weight members are copied as raw bytes (by the kernel where it can), never read into memory:
     peak memory follows the program (model.json), not the weights. The output is written
-    atomically (:func:`tracepack.io.files.atomic_output`).
+    atomically (:func:`tracepack.io.files.atomic_output`) and, unless ``durable=False``, synced
+    to disk before it takes its name.
     """
     from tracepack.io.files import atomic_output
 
-    with open_archive_file(src, source=source) as archive, atomic_output(dst, overwrite=overwrite) as f:
+    with (
+        open_archive_file(src, source=source) as archive,
+        atomic_output(dst, overwrite=overwrite, durable=durable) as f,
+    ):
         _write_packed(archive, f, keep=keep, strip=strip)
         size = f.tell()
     return os.stat(src).st_size, size
@@ -344,22 +340,10 @@ def _write_unpacked(archive: Archive, out: IO[bytes]) -> None:
         raise UsageError("the archive is not packed (no tracepack member)", where=archive.source)
     merged = _merged_programs(archive)
     drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
-    if not archive.torch_aligned():
-        members: list[tuple[Member | str, bytes]] = [
-            (m, merged[m.name] if m.name in merged else archive.read(m.name))
-            for m in archive.members
-            if m.name not in drop
-        ]
-        out.write(layouts.rewrite(archive, members))
-        return
-    with ArchiveWriter(out) as w:
-        for m in archive.members:
-            if m.name in drop:
-                continue
-            if m.name in merged:
-                w.add(m, merged[m.name])
-            else:
-                w.copy(archive, m.name, m)
+    plan: list[tuple[Member | str, bytes | None]] = [
+        (m, merged.get(m.name)) for m in archive.members if m.name not in drop
+    ]
+    layouts.rewrite_to(archive, out, plan)
 
 
 def unpack_pt2(data: bytes, *, source: str) -> bytes:
@@ -371,12 +355,21 @@ def unpack_pt2(data: bytes, *, source: str) -> bytes:
 
 
 def unpack_pt2_file(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool = True, source: str | None = None
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    overwrite: bool = True,
+    source: str | None = None,
+    durable: bool = True,
 ) -> tuple[int, int]:
-    """:func:`unpack_pt2` from file to file, streaming the weights; returns (input, output) bytes."""
+    """:func:`unpack_pt2` from file to file, streaming the weights; returns (input, output) bytes
+    (``durable``: as :func:`pack_pt2_file`)."""
     from tracepack.io.files import atomic_output
 
-    with open_archive_file(src, source=source) as archive, atomic_output(dst, overwrite=overwrite) as f:
+    with (
+        open_archive_file(src, source=source) as archive,
+        atomic_output(dst, overwrite=overwrite, durable=durable) as f,
+    ):
         _write_unpacked(archive, f)
         size = f.tell()
     return os.stat(src).st_size, size
@@ -395,15 +388,17 @@ def read_program(archive: Archive) -> tuple[str, bytes]:
 
 def replace_program(archive: Archive, model_json: bytes) -> bytes:
     """The archive with its program (as :func:`read_program` picks it) replaced, unpacked."""
+    out = io.BytesIO()
+    replace_program_to(archive, model_json, out)
+    return out.getvalue()
+
+
+def replace_program_to(archive: Archive, model_json: bytes, out: IO[bytes]) -> None:
+    """:func:`replace_program`, written to ``out``: every other member streamed through raw."""
     member, _ = read_program(archive)
     merged = _merged_programs(archive) if is_packed(archive) else {}
     drop = {_tpk_name(archive, model) for _, model in _programs(archive)}
-    out: list[tuple[Member | str, bytes]] = []
-    for m in archive.members:
-        if m.name in drop:
-            continue
-        if m.name == member:
-            out.append((m, model_json))
-        else:
-            out.append((m, merged.get(m.name) or archive.read(m.name)))
-    return layouts.rewrite(archive, out)
+    plan: list[tuple[Member | str, bytes | None]] = [
+        (m, model_json if m.name == member else merged.get(m.name)) for m in archive.members if m.name not in drop
+    ]
+    layouts.rewrite_to(archive, out, plan)

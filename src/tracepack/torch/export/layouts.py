@@ -10,21 +10,23 @@
     one top folder): ``<top>/models/<model>.json`` for every program, weights in ``data/``,
     ``archive_format``, ``byteorder`` and ``version`` files.
 
-:func:`programs` finds the programs of either layout; :func:`rewrite` writes an archive back
-in its own layout, so reading and rewriting a program member keeps every other byte.
+:func:`programs` finds the programs of either layout; :func:`rewrite_to` writes an archive back
+in its own layout, every member not rewritten copied raw (streamed: weights are never held in
+memory), so reading and rewriting a program member keeps every other byte.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import zipfile
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import IO, Literal
 
-from tracepack.io.zip import Archive, Member, write_archive, write_plain_archive
+from tracepack.io.zip import Archive, ArchiveWriter, Member
 
-__all__ = ["FLAT_PROGRAM", "Program", "layout_of", "programs", "rewrite", "side_member"]
+__all__ = ["FLAT_PROGRAM", "Program", "layout_of", "programs", "rewrite", "rewrite_to", "side_member"]
 
 #: The program member of a flat (torch 2.1-2.7) archive.
 FLAT_PROGRAM = "serialized_exported_program.json"
@@ -77,20 +79,37 @@ def side_member(archive: Archive, folder: str, name: str) -> str:
 
 
 def rewrite(archive: Archive, members: Iterable[tuple[Member | str, bytes]], *, deflate: Collection[str] = ()) -> bytes:
-    """Write ``members`` as the archive was written: torch-aligned, or plain ``zipfile`` with each
-    member stored as before. Members named in ``deflate`` are compressed; a flat archive's
-    program, which torch always stored, is stored again otherwise (``unpack`` after ``pack``);
-    a new member, given by name, is stored."""
-    if archive.torch_aligned():
-        return write_archive(members, deflate=deflate)
-    plain: list[tuple[Member, int, bytes]] = []
-    for given, data in members:
-        member = given if isinstance(given, Member) else Member(given, (1980, 1, 1, 0, 0, 0), 0o644 << 16, len(data))
-        if member.name in deflate:
-            compress = zipfile.ZIP_DEFLATED
-        elif member.name == FLAT_PROGRAM or member.name not in archive.names():
-            compress = zipfile.ZIP_STORED
-        else:
-            compress = archive.compress_type(member.name)
-        plain.append((member, compress, data))
-    return write_plain_archive(plain)
+    """:func:`rewrite_to` into bytes."""
+    out = io.BytesIO()
+    rewrite_to(archive, out, members, deflate=deflate)
+    return out.getvalue()
+
+
+def rewrite_to(
+    archive: Archive,
+    out: IO[bytes],
+    members: Iterable[tuple[Member | str, bytes | None]],
+    *,
+    deflate: Collection[str] = (),
+) -> None:
+    """Write ``members`` to ``out`` as the archive was written: torch-aligned, or plain ``zipfile``.
+
+    A member given with ``None`` is copied from ``archive`` under its name, raw (its stored or
+    compressed bytes as they are, never whole in memory: weights stream through). A member given
+    with bytes is written: compressed if named in ``deflate``; in a flat archive, stored as before
+    (its program, which torch always stored, and a new member, given by name, are stored)."""
+    aligned = archive.torch_aligned()
+    present = set(archive.names())
+    with ArchiveWriter(out, aligned=aligned) as w:
+        for given, data in members:
+            name = given.name if isinstance(given, Member) else given
+            if data is None:
+                w.copy(archive, name, given if isinstance(given, Member) else None)
+            elif name in deflate:
+                w.add(given, data, deflate=True)
+            elif aligned:
+                w.add(given, data)
+            else:
+                member = given if isinstance(given, Member) else Member(given, (1980, 1, 1, 0, 0, 0), 0o644 << 16, 0)
+                stored = name == FLAT_PROGRAM or name not in present
+                w.add(member, data, compress_type=zipfile.ZIP_STORED if stored else archive.compress_type(name))
