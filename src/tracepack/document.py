@@ -25,6 +25,7 @@ from tracepack.traces import (
     ModuleRendering,
     Provenance,
     ProvenanceRenderer,
+    charge_rendered,
     render_frames_checked,
 )
 
@@ -210,7 +211,7 @@ class Document(ModuleRendering):
             frames = self.frames(stack)
             where = f"$.stacks[{stack}]"
             text = self._stack_cache[key] = render_frames_checked(frames, style, source=None, where=where)
-        return text
+        return charge_rendered(text, source=None, where=lambda: f"$.stacks[{stack}]")
 
     def modules(self, module: int) -> list[ModuleKey]:
         """The module-trie path ending at row ``module``, outermost first."""
@@ -237,7 +238,9 @@ class Document(ModuleRendering):
     def from_node(self, rows: list[int]) -> str:
         """Render a ``from_node`` list of provenance rows as torch's JSON text (cached per row)."""
         try:
-            return self._provenance.render(rows)
+            return charge_rendered(self._provenance.render(rows), source=None, where="from_node")
+        except DecodeError:
+            raise  # a budget: the message says which
         except ValueError as exc:  # only reachable on an unvalidated document
             raise IntegrityError(str(exc), where="$.provenance.children") from None
 
@@ -408,9 +411,13 @@ class NodeView:
 
 
 def json_value(text: str, where: str) -> Any:
-    """Parse JSON text stored in a document, as a DecodeError when it is not JSON."""
+    """Parse JSON text stored in a document, as a DecodeError when it is not JSON (or nests, or
+    holds an integer, past the budgets of :mod:`tracepack.io.guard`)."""
+    from tracepack.io.guard import reading
+
     try:
-        return json.loads(text)
+        with reading(None, DecodeError, where):
+            return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"stored JSON is not valid: {exc.msg} at character {exc.pos}", where=where) from None
 

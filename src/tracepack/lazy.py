@@ -76,6 +76,7 @@ from tracepack.traces import (
     ModuleRendering,
     Provenance,
     ProvenanceRenderer,
+    charge_rendered,
     render_frames_checked,
 )
 
@@ -602,7 +603,7 @@ class LazyDocument(ModuleRendering):
             frames = self.frames(stack)
             where = f"$.stacks[{stack}]"
             text = self._stack_cache[key] = render_frames_checked(frames, style, source=self.path, where=where)
-        return text
+        return charge_rendered(text, source=self.path, where=lambda: f"$.stacks[{stack}]")
 
     def modules(self, module: int) -> list[ModuleKey]:
         """The module-trie path ending at row ``module``, outermost first."""
@@ -733,7 +734,9 @@ class LazyDocument(ModuleRendering):
         """Render a ``from_node`` list of provenance rows as torch's JSON text (cached per list)."""
         renderer = self._check_provenance(rows, where)
         try:
-            return renderer.render(rows)
+            return charge_rendered(renderer.render(rows), source=self.path, where=where)
+        except DecodeError:
+            raise  # a budget: the message says which
         except _MALFORMED as exc:
             raise self._fail(exc, "$.provenance") from None
 

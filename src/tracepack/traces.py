@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NamedTuple
 
 import msgspec
+
+from tracepack.io import limits
 
 __all__ = [
     "ModuleRendering",
@@ -42,6 +44,8 @@ __all__ = [
     "parse_stack_trace",
     "render_frames",
     "render_frames_checked",
+    "check_rendered",
+    "charge_rendered",
     "render_from_node",
     "render_module_hierarchy",
     "render_nn_module_stack",
@@ -136,20 +140,41 @@ def render_frames_checked(frames: Sequence[FrameKey], style: int, *, source: str
     """:func:`render_frames`, refused before any text is built when it would pass the
     ``max_rendered`` budget (:mod:`tracepack.io.limits`): a small file's shared rows can
     describe a stack trace of gigabytes."""
-    from tracepack.errors import DecodeError
-    from tracepack.io import limits
-
-    budget = limits.current().max_rendered
     size = sum(len(f.file) + len(f.name) + len(f.text) + len(f.annotation) for f in frames)
     size += _FRAME_OVERHEAD * len(frames)
+    check_rendered(size, f"the stack trace ({len(frames):,} frames)", source=source, where=where)
+    return render_frames(frames, style)
+
+
+def check_rendered(size: int, what: str, *, source: str | None, where: str) -> None:
+    """Refuse one text of about ``size`` characters before it is built if it would pass ``max_rendered``."""
+    budget = limits.current().max_rendered
     if size > budget:
+        from tracepack.errors import DecodeError
+
         raise DecodeError(
-            f"the stack trace would render to about {size:,} characters ({len(frames):,} frames)",
+            f"{what} would render to about {size:,} characters",
             source=source,
             where=where,
             expected=f"at most {budget:,} ({limits.hint('max_rendered')})",
         )
-    return render_frames(frames, style)
+
+
+def charge_rendered(text: str, *, source: str | None, where: str | Callable[[], str]) -> str:
+    """Count ``text`` against the current call's ``max_rendered`` total (see
+    :func:`tracepack.io.limits.rendering`); returns it. Outside such a call, only each text is capped."""
+    total = limits.rendered(len(text))
+    if total is not None and total > limits.current().max_rendered:
+        from tracepack.errors import DecodeError
+
+        budget = limits.current().max_rendered
+        raise DecodeError(
+            f"the text rendered by this call would pass {budget:,} characters (shared rows repeat in the output)",
+            source=source,
+            where=where if isinstance(where, str) else where(),
+            expected=f"a smaller output ({limits.hint('max_rendered')})",
+        )
+    return text
 
 
 def _parse_python(text: str) -> list[FrameKey] | None:
@@ -259,6 +284,9 @@ class Provenance(NamedTuple):
     from_node: tuple[Provenance, ...] = ()
 
 
+_ENTRY_OVERHEAD: Final = len('{"name": , "target": , "graph_id": , "pass_name": , "action": , "from_node": []}')
+
+
 def _entry_text(head: tuple[str, str, int, str, str], children: str) -> str:
     # json.dumps of {"name": ..., ..., "from_node": [...]} with the default separators and escapes.
     name, target, graph_id, pass_name, action = head
@@ -350,19 +378,25 @@ class ModuleRendering:
     def modules(self, module: int) -> list[ModuleKey]:
         raise NotImplementedError
 
+    def _checked_modules(self, module: int) -> list[ModuleKey]:
+        entries = self.modules(module)
+        size = sum(len(e.key) + len(e.path) + len(e.type) + len(e.method) + 8 for e in entries)
+        check_rendered(size, "the module path", source=getattr(self, "path", None), where=f"$.modules[{module}]")
+        return entries
+
     def module_stack(self, module: int) -> str:
         """Render module-trie row ``module`` as torch.export's ``nn_module_stack``."""
         text = self._module_cache.get((module, 0))
         if text is None:
-            text = self._module_cache[(module, 0)] = render_nn_module_stack(self.modules(module))
-        return text
+            text = self._module_cache[(module, 0)] = render_nn_module_stack(self._checked_modules(module))
+        return charge_rendered(text, source=getattr(self, "path", None), where=lambda: f"$.modules[{module}]")
 
     def module_hierarchy(self, module: int) -> str:
         """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
         text = self._module_cache.get((module, 1))
         if text is None:
-            text = self._module_cache[(module, 1)] = render_module_hierarchy(self.modules(module))
-        return text
+            text = self._module_cache[(module, 1)] = render_module_hierarchy(self._checked_modules(module))
+        return charge_rendered(text, source=getattr(self, "path", None), where=lambda: f"$.modules[{module}]")
 
 
 class ProvenanceRenderer:
@@ -373,7 +407,7 @@ class ProvenanceRenderer:
     below its parent (only in an unvalidated document) raises ValueError.
     """
 
-    __slots__ = ("_cols", "_lists", "_sizes", "_starts", "_strings", "_texts")
+    __slots__ = ("_chars", "_cols", "_lists", "_sizes", "_starts", "_strings", "_texts")
 
     #: The most NodeSource entries one row or list may expand to. Rows can share children, so a
     #: hostile table of a few hundred bytes could otherwise describe a text of 2**60 entries.
@@ -398,6 +432,7 @@ class ProvenanceRenderer:
         self._starts = starts
         self._texts: dict[int, str] = {}
         self._sizes: dict[int, int] = {}
+        self._chars: dict[int, int] = {}
         self._lists: dict[tuple[int, ...], str] = {}
 
     def children(self, row: int) -> Sequence[int]:
@@ -416,15 +451,21 @@ class ProvenanceRenderer:
                     raise ValueError(f"provenance row {r} has child {c}, which is not an earlier row")
                 stack.append(c)
         # Count what each row expands to before building any text.
-        sizes = self._sizes
+        sizes, chars = self._sizes, self._chars
+        s = self._strings
+        name, target, graph_id, pass_name, action, _ = self._cols
         for r in sorted(todo):
             size = sizes[r] = 1 + sum(sizes[c] for c in self.children(r))
             if size > self.MAX_ENTRIES:
                 raise ValueError(
                     f"provenance row {r} expands to {size} entries, more than the {self.MAX_ENTRIES} a row may hold"
                 )
-        s = self._strings
-        name, target, graph_id, pass_name, action, _ = self._cols
+            # Characters of its text, children included, before any of it is built.
+            enc = encode_basestring_ascii
+            own = sum(len(enc(s[col[r]])) for col in (name, target, pass_name, action))
+            own += _ENTRY_OVERHEAD + len(int.__repr__(graph_id[r]))
+            chars[r] = own + sum(chars[c] + 2 for c in self.children(r))
+            check_rendered(chars[r], f"provenance row {r}", source=None, where=f"$.provenance[{r}]")
         for r in sorted(todo):
             kids = ", ".join(texts[c] for c in self.children(r))
             texts[r] = _entry_text((s[name[r]], s[target[r]], graph_id[r], s[pass_name[r]], s[action[r]]), kids)
@@ -447,6 +488,8 @@ class ProvenanceRenderer:
             total = sum(self._sizes[row] for row in key)
             if total > self.MAX_ENTRIES:
                 raise ValueError(f"a from_node list expands to {total} entries, more than {self.MAX_ENTRIES}")
+            chars = sum(self._chars[row] + 2 for row in key)
+            check_rendered(chars, "a from_node list", source=None, where="from_node")
             text = self._lists[key] = "[" + ", ".join(map(self.text, key)) + "]"
         return text
 

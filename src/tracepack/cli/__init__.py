@@ -81,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rest and args.command != "schema":
             raise UsageError(f"unrecognized arguments: {' '.join(rest)}")
         args.rest = rest
-        return int(args.func(args))
+        from tracepack.io import limits
+
+        with limits.rendering():  # one command: one max_rendered total for all the text it renders
+            return int(args.func(args))
     except TracepackError as exc:
         print(f"tracepack: {exc}", file=sys.stderr)
         return exc.exit_code

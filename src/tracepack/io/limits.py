@@ -28,15 +28,23 @@ max_pickle_objects        10,000,000     objects a data-only pickle builds, ever
                                          tuple or dict counted again with its items (what a caller
                                          walking the result would visit)
 max_input                 16 GiB         bytes of one input file read into memory
-max_rendered              256 MiB        characters of one rendered stack trace (``trace``, ``expand``,
-                                         ``node.stack_trace``): shared frame and string rows can
-                                         describe text far larger than the file
+max_rendered              256 MiB        characters of rendered text (stack traces, module paths,
+                                         ``from_node`` provenance): each one is measured before it is
+                                         built (shared frame, module and string rows can describe text
+                                         far larger than the file), and inside :func:`rendering` (one
+                                         ``expand``, ``trace`` or other CLI command, one
+                                         ``expand_archive``) all the text handed out counts against
+                                         one total, so a million nodes sharing one large trace are
+                                         refused too
+max_depth                 1,000          levels of nesting in JSON, MessagePack and TOML input
+                                         (``model.json``, ``.tpk`` payloads, schema files); real
+                                         documents nest a few dozen (see :mod:`tracepack.io.guard`)
+max_int_digits            4,300          digits of one integer in text (Python's own default limit;
+                                         at least 640 applies); every schema field holds at most
+                                         64 bits, which the decoders check after parsing
 ========================  =============  ==============================================================
 
-Nesting and integer size have no knob here: JSON, MessagePack and TOML nesting is bounded by the
-interpreter's recursion limit and integers in text by Python's 4,300-digit limit, both turned into
-InputErrors by :mod:`tracepack.io.guard`; the data-only pickle reader has its own
-``PickleLimits.max_depth`` and ``max_int_bytes``; every schema field holds at most 64 bits.
+The data-only pickle reader has its own ``PickleLimits.max_depth`` and ``max_int_bytes``.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT", "Limits", "current", "hint", "raised", "ratio_exceeded"]
+__all__ = ["DEFAULT", "Limits", "current", "hint", "raised", "ratio_exceeded", "rendered", "rendering"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,8 @@ class Limits:
     max_pickle_objects: int = 10_000_000
     max_input: int = 16 << 30
     max_rendered: int = 256 << 20
+    max_depth: int = 1000
+    max_int_digits: int = 4300
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -72,6 +82,8 @@ class Limits:
 #: The budgets in force unless a caller raises them.
 DEFAULT: Final = Limits()
 _CURRENT: ContextVar[Limits] = ContextVar("tracepack_limits", default=DEFAULT)
+#: Characters rendered so far in the current :func:`rendering` call (a one-item list), or None.
+_RENDERED: ContextVar[list[int] | None] = ContextVar("tracepack_rendered", default=None)
 
 
 def current() -> Limits:
@@ -99,3 +111,27 @@ def ratio_exceeded(out_size: int, in_size: int, limits: Limits | None = None) ->
 def hint(name: str) -> str:
     """How to raise the budget ``name`` (the tail of an over-budget error message)."""
     return f"or raise tracepack.io.limits {name} (with limits.raised({name}=...))"
+
+
+@contextlib.contextmanager
+def rendering() -> Iterator[None]:
+    """One call (a CLI command, an ``expand``): all text rendered inside counts against one
+    ``max_rendered`` total. A call inside another shares the outer one's total."""
+    if _RENDERED.get() is not None:
+        yield
+        return
+    token = _RENDERED.set([0])
+    try:
+        yield
+    finally:
+        _RENDERED.reset(token)
+
+
+def rendered(size: int) -> int | None:
+    """Count ``size`` more characters handed out in the current :func:`rendering` call: the
+    call's total so far, or None outside one."""
+    tally = _RENDERED.get()
+    if tally is None:
+        return None
+    tally[0] += size
+    return tally[0]

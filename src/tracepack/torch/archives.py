@@ -354,9 +354,10 @@ def _expand_to(doc: Document, original_path: str | os.PathLike[str], out: IO[byt
     source = os.fspath(original_path)
     if debug_format is not None and debug_format not in _FORMATS:
         raise UsageError(f"debug format {debug_format!r}", where="--debug-format", expected="legacy or table")
+    from tracepack.io import limits
     from tracepack.io.zip import open_archive_file
 
-    with open_archive_file(source) as archive:
+    with limits.rendering(), open_archive_file(source) as archive:
         if archive_kind(archive) == "pt2":
             if debug_format is not None:
                 raise UsageError("--debug-format applies to TorchScript archives only", where="--debug-format")

@@ -648,7 +648,11 @@ def export_model_json(doc: Document) -> bytes:
 
 
 def _export(doc: Document) -> str:
-    return _dumps(export_program(doc))
+    from tracepack.errors import DecodeError
+    from tracepack.io.guard import reading
+
+    with reading(None, DecodeError, "$"):  # as deep as the import allowed: the same max_depth budget
+        return _dumps(export_program(doc))
 
 
 def export_program(doc: Document) -> Any:

@@ -1,0 +1,188 @@
+"""Budgets of tracepack.io.limits: the default refuses with one line naming the place, raising accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tracepack
+from tracepack.builder import DocumentBuilder
+from tracepack.cli import main
+from tracepack.document import Document
+from tracepack.errors import DecodeError
+from tracepack.io import limits
+from tracepack.torch.export.model_json import export_model_json, import_model_json
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_JSON = ROOT / "src/tracepack/data/sample/model.json"
+
+
+@pytest.fixture(scope="module")
+def sample() -> Document:
+    return import_model_json(MODEL_JSON.read_bytes(), source="model.json")
+
+
+def _texts(doc: Document, attr: str) -> list[str]:
+    return [t for n in doc.nodes() if (t := getattr(n, attr))]
+
+
+def test_one_call_renders_at_most_max_rendered_in_total(sample: Document, tmp_path: Path) -> None:
+    traces = _texts(sample, "stack_trace")
+    budget = 4 * max(map(len, traces))  # every trace fits alone (its estimate too); all of them do not
+    assert sum(map(len, traces)) > budget
+    with limits.raised(max_rendered=budget):
+        fresh = tracepack.loads(tracepack.dumps(sample))
+        assert export_model_json(fresh) == MODEL_JSON.read_bytes()  # outside a call: each text capped alone
+        fresh = tracepack.loads(tracepack.dumps(sample))
+        with limits.rendering(), pytest.raises(DecodeError, match="max_rendered") as err:
+            export_model_json(fresh)
+        assert "$.stacks[" in str(err.value)
+    with limits.rendering():
+        assert export_model_json(tracepack.loads(tracepack.dumps(sample))) == MODEL_JSON.read_bytes()
+
+
+def test_expand_on_the_command_line_counts_one_total(
+    sample: Document, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "m.tpk"
+    tracepack.dump(sample, src)
+    budget = 4 * max(map(len, _texts(sample, "stack_trace")))
+    with limits.raised(max_rendered=budget):
+        assert main(["expand", str(src), str(tmp_path / "out.json")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line
+    assert "max_rendered" in line
+    assert "$.stacks[" in line
+    assert not (tmp_path / "out.json").exists()
+    assert main(["expand", str(src), str(tmp_path / "out.json")]) == 0
+    assert (tmp_path / "out.json").read_bytes() == MODEL_JSON.read_bytes()
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_module_paths_are_measured_and_counted(sample: Document, tmp_path: Path, lazy: bool) -> None:
+    paths = _texts(sample, "module_stack")
+    longest = max(map(len, paths))
+    path = tmp_path / "m.tpk"
+    tracepack.dump(sample, path, codec="flatbuffers", compression="none")
+
+    def read_all() -> list[str | None]:
+        if lazy:
+            with tracepack.open(path) as lz:
+                return [lz.node(i).module_stack for i in range(len(sample))]
+        return [n.module_stack for n in tracepack.load(path).nodes()]
+
+    with limits.raised(max_rendered=longest // 2), pytest.raises(DecodeError, match="module path") as err:
+        read_all()  # one path alone is over the budget: refused before it is built
+    assert "$.modules[" in str(err.value)
+    with limits.raised(max_rendered=4 * longest), limits.rendering(), pytest.raises(DecodeError) as err:
+        read_all()  # each fits, all of them in one call do not
+    assert "$.modules[" in str(err.value)
+    with limits.raised(max_rendered=4 * longest):
+        assert read_all() == [n.module_stack for n in sample.nodes()]
+
+
+def _provenance_document(depth: int) -> Document:
+    """One node whose from_node is a chain ``depth`` deep; each level's name is 1,000 characters."""
+    entry: list[dict[str, object]] = []
+    for i in range(depth):
+        entry = [
+            {
+                "name": f"n{i}" + "x" * 1000,
+                "target": "t",
+                "graph_id": i,
+                "pass_name": "p",
+                "action": "create",
+                "from_node": entry,
+            }
+        ]
+    b = DocumentBuilder(producer="test")
+    b.add_node("a", "t", meta={"from_node": json.dumps(entry)})
+    return b.build()
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_provenance_is_measured_before_it_is_built(tmp_path: Path, lazy: bool) -> None:
+    doc = _provenance_document(50)
+    assert doc.raw.provenance is not None
+    assert len(doc.raw.provenance.name) >= 50  # lifted, not kept verbatim
+    text = doc.node(0).from_node
+    assert text is not None
+    assert len(text) > 50_000
+    path = tmp_path / "p.tpk"
+    tracepack.dump(doc, path, codec="flatbuffers", compression="none")
+
+    def render() -> str | None:
+        if lazy:
+            with tracepack.open(path) as lz:
+                return lz.node(0).from_node
+        return tracepack.load(path).node(0).from_node
+
+    with limits.raised(max_rendered=20_000), pytest.raises(DecodeError, match="max_rendered") as err:
+        render()
+    assert "$.provenance[" in str(err.value) or "from_node" in str(err.value)
+    with limits.raised(max_rendered=2 * len(text)):
+        assert render() == text
+
+
+def _parsers() -> list[tuple[str, object]]:
+    import msgspec
+    import tomllib
+
+    deep = 1500
+    return [
+        ("json", lambda: json.loads("[" * deep + "]" * deep)),
+        ("msgspec json", lambda: msgspec.json.decode(b"[" * deep + b"]" * deep)),
+        ("msgpack", lambda: msgspec.msgpack.decode(b"\x91" * deep + b"\xc0")),
+        ("toml", lambda: tomllib.loads("a = " + "[" * (deep // 2) + "]" * (deep // 2))),  # two frames a level
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_nesting_depth_is_a_budget(index: int) -> None:
+    from tracepack.io.guard import reading
+
+    _, parse = _parsers()[index]
+    with pytest.raises(DecodeError, match="max_depth") as err, reading("deep.x", DecodeError, "$.a"):
+        parse()  # type: ignore[operator]
+    assert "deep.x: $.a: nested more than 1,000 levels" in str(err.value)
+    with limits.raised(max_depth=4000), reading("deep.x", DecodeError):
+        parse()  # type: ignore[operator]
+
+
+def test_integer_digits_are_a_budget() -> None:
+    from tracepack.io.guard import reading
+
+    text = "1" * 5000
+    with pytest.raises(DecodeError, match="max_int_digits") as err, reading("big.json", DecodeError, "$.n"):
+        json.loads(text)
+    assert "big.json: $.n: an integer of more than 4,300 digits" in str(err.value)
+    with limits.raised(max_int_digits=6000), reading("big.json", DecodeError):
+        assert json.loads(text) == int(text)
+    with pytest.raises(ValueError, match="integer string conversion"):
+        int(text)  # the interpreter's own limit is back after the parse
+
+
+def test_model_json_nesting_and_integers_name_the_file_and_the_budget() -> None:
+    from tracepack.errors import LegacyFormatError
+
+    data = MODEL_JSON.read_bytes()
+    deep = data.replace(b'"graph_module": {', b'"deep": ' + b"[" * 2000 + b"]" * 2000 + b', "graph_module": {', 1)
+    with pytest.raises(LegacyFormatError, match="max_depth") as err:
+        import_model_json(deep, source="deep.json")
+    assert str(err.value).startswith("deep.json")
+    with limits.raised(max_depth=5000):
+        doc = import_model_json(deep, source="deep.json")  # accepted, and given back byte for byte
+        assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == deep
+    # The document keeps the unknown key as JSON text: reading it back holds to the budget too.
+    with pytest.raises(DecodeError, match="max_depth"):
+        export_model_json(tracepack.loads(tracepack.dumps(doc)))
+    head, sep, tail = data.partition(b'"major": ')
+    assert sep
+    big = head + sep + b"7" * 5000 + tail[tail.index(b",") :]
+    with pytest.raises(LegacyFormatError, match="max_int_digits"):
+        import_model_json(big, source="big.json")
+    with limits.raised(max_int_digits=6000), pytest.raises(LegacyFormatError) as err:
+        import_model_json(big, source="big.json")  # parsed now; refused as over 64 bits
+    assert "max_int_digits" not in str(err.value)
