@@ -142,18 +142,18 @@ def render_frames_checked(frames: Sequence[FrameKey], style: int, *, source: str
     describe a stack trace of gigabytes."""
     size = sum(len(f.file) + len(f.name) + len(f.text) + len(f.annotation) for f in frames)
     size += _FRAME_OVERHEAD * len(frames)
-    check_rendered(size, f"the stack trace ({len(frames):,} frames)", source=source, where=where)
+    check_rendered(size, "the stack trace", source=source, where=where, detail=f" ({len(frames):,} frames)")
     return render_frames(frames, style)
 
 
-def check_rendered(size: int, what: str, *, source: str | None, where: str) -> None:
+def check_rendered(size: int, what: str, *, source: str | None, where: str, detail: str = "") -> None:
     """Refuse one text of about ``size`` characters before it is built if it would pass ``max_rendered``."""
     budget = limits.current().max_rendered
     if size > budget:
         from tracepack.errors import DecodeError
 
         raise DecodeError(
-            f"{what} would render to about {size:,} characters",
+            f"{what} would render to about {size:,} characters{detail}",
             source=source,
             where=where,
             expected=f"at most {budget:,} ({limits.hint('max_rendered')})",

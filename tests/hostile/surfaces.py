@@ -244,6 +244,47 @@ def _cli_seeds() -> list[tuple[str, bytes]]:
     return _tpk_seeds()[::3] + _model_json_seeds()[:2] + _archive_seeds()[:3]
 
 
+# -- ExecuTorch: ETDump, .pte, ETRecord (through the commands that read them) ----------------
+
+
+@cache
+def _executorch_seeds() -> list[tuple[str, bytes]]:
+    folder = ROOT / "tests/data/executorch"
+    paths = [p for p in sorted(folder.iterdir()) if p.suffix in (".etdp", ".pte", ".etrecord")]
+    return [(str(p.relative_to(ROOT)), p.read_bytes()) for p in paths]
+
+
+def _executorch(data: bytes, folder: Path) -> str:
+    """An ETDump annotated with a good ETRecord, a .pte or ETRecord symbolicated and annotated with:
+    every command exits 0 or 2 with one line; the kind is guessed from the bytes, all tried if none."""
+    from tracepack.torch.executorch.etdump import is_etdump
+    from tracepack.torch.executorch.pte import is_pte
+
+    good = ROOT / "tests/data/executorch"
+    if (good / "model.etrecord").exists():
+        record, dump = good / "model.etrecord", good / "model.etdp"
+    else:  # pragma: no cover - the samples are committed
+        return "refused"
+    kinds = [k for k, hit in (("etdp", is_etdump(data)), ("pte", is_pte(data)), ("etrecord", data[:2] == b"PK")) if hit]
+    outcome = "refused"
+    for kind in kinds or ["etdp", "pte", "etrecord"]:
+        src = folder / f"in.{kind}"
+        src.write_bytes(data)
+        out = str(folder / "out.json")
+        if kind == "etdp":
+            runs = [["annotate", str(src), "--with", str(record), "-o", out]]
+        else:
+            runs = [
+                ["symbolicate", str(src), "--handle", "1", "--json"],
+                ["symbolicate", str(src), "--instruction", "0:0"],
+                ["annotate", str(dump), "--with", str(src), "-o", out, "--by", "module"],
+            ]
+        for argv in runs:
+            if _cli(argv) == "accepted":
+                outcome = "accepted"
+    return outcome
+
+
 SURFACES: Final = {
     s.name: s
     for s in (
@@ -264,5 +305,6 @@ SURFACES: Final = {
         Surface("pickle", _pickle_seeds, BYTES, _pickle),
         Surface("schema", _schema_seeds, (*BYTES, "toml", "toml"), _schema),
         Surface("cli", _cli_seeds, (*BYTES, "json"), _cli_convert),
+        Surface("executorch", _executorch_seeds, BYTES, _executorch),
     )
 }
