@@ -167,3 +167,20 @@ def test_an_archive_without_model_is_refused_naming_what_it_holds(two_programs: 
     ):
         tt.load(without)
     assert describe(tt.load(without, model="first"))["code"] == describe(torch.export.load(CORPUS / "cond.pt2"))["code"]
+
+
+RELEASES = Path(__file__).resolve().parent.parent / "data" / "torch" / "releases"
+#: The installed torch's own release samples (written by that release): what its torch.export.load
+#: reads on every supported torch, so load and save are compared with it there too (the corpus above
+#: is torch 2.13's, which torch before 2.10 cannot read; `make test-torch TORCH=2.8.0`).
+OWN = sorted((RELEASES / ".".join(torch.__version__.split(".")[:2])).glob("*.pt2"))
+
+
+@pytest.mark.parametrize("path", OWN, ids=lambda p: p.name)
+def test_this_torchs_own_files_load_and_save_as_torch_does(path: Path, road: str) -> None:
+    theirs = describe(torch.export.load(path))
+    assert describe(tt.load(path)) == theirs
+    saved = io.BytesIO()
+    tt.save(torch.export.load(path), saved)
+    assert describe(tt.load(io.BytesIO(saved.getvalue()))) == theirs
+    assert describe(torch.export.load(io.BytesIO(saved.getvalue())))["code"] == theirs["code"]

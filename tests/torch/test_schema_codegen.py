@@ -169,8 +169,9 @@ def test_old_releases_upgraded_programs_convert_like_torch(path: Path) -> None:
     program = upgrade._fitted(upgrade._upgraded(json.loads(raw), where=path.name), where=path.name)
     ours = CONV.convert("ExportedProgram", program, source=path.name)
     theirs = torch_convert("ExportedProgram", program)
-    assert ours == theirs
+    # (not ==: torch 2.8's union classes compare every field, and reading an unset one raises)
     assert repr(ours) == repr(theirs)
+    assert CONV.dump("ExportedProgram", ours) == CONV.dump("ExportedProgram", theirs)
 
 
 def test_as_none_accepts_what_torch_wrote_and_nothing_else() -> None:

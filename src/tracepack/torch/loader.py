@@ -398,11 +398,23 @@ def _strided(flat: Any, tm: Any, serde: Any, where: str) -> Any:
         raise LegacyFormatError(f"tensor does not fit its record: {exc}".splitlines()[0], source=where) from None
 
 
+def _config_member(z: _Zip, c: Any, name: str, model: str) -> str:
+    """The payload config member of ``model`` (torch 2.10 on); an older torch has no reader for it."""
+    form = getattr(c, name, None)
+    if form is None:
+        raise VersionError(
+            f"weights stored with payload configs (torch 2.10 and newer): torch {_torch().__version__} cannot "
+            "load them (its torch.export.load cannot either); install a newer torch",
+            source=z.where(f"data/weights/{model}_weights_config.json"),
+        )
+    return str(form.format(model))
+
+
 def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     legacy = f"{c.WEIGHTS_DIR}{model}.pt"
     if z.has(legacy):
         return _weights_only(z, legacy, trust=trust, what="weights in the legacy layout")
-    rel = c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(model)
+    rel = _config_member(z, c, "WEIGHTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
         raise LegacyFormatError("no weights config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
@@ -426,7 +438,7 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     legacy = f"{c.CONSTANTS_DIR}{model}.pt"
     if z.has(legacy):
         return _weights_only(z, legacy, trust=trust, what="constants in the legacy layout")
-    rel = c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(model)
+    rel = _config_member(z, c, "CONSTANTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
         raise LegacyFormatError("no constants config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)

@@ -74,6 +74,21 @@ def _serializer(serde: Any) -> Any:
     return _PATCHED["serialize"]
 
 
+#: What the direct path uses of torch's package writer (torch 2.10 on) and of its constants.
+_PACKAGE_FUNCTIONS = ("_package_state_dict", "_package_constants", "_package_payload_config")
+_CONSTANTS = (
+    "WEIGHTS_CONFIG_FILENAME_FORMAT",
+    "CONSTANTS_CONFIG_FILENAME_FORMAT",
+    "MODELS_FILENAME_FORMAT",
+    "SAMPLE_INPUTS_FILENAME_FORMAT",
+    "EXTRA_DIR",
+    "ARCHIVE_FORMAT_PATH",
+    "ARCHIVE_FORMAT_VALUE",
+    "ARCHIVE_VERSION_PATH",
+    "ARCHIVE_VERSION_VALUE",
+)
+
+
 def _without_debug_log(fn: Any, g: dict[str, Any]) -> Any:
     """torch's ``serialize_graph`` without its ``log.debug(...)`` statements, compiled over ``g``, or
     None. torch formats the whole graph (``print_readable``: its Python code generated anew) as the
@@ -218,11 +233,13 @@ def _archive(
         package = importlib.import_module("torch.export.pt2_archive._package")
         c = importlib.import_module("torch.export.pt2_archive.constants")
     except ImportError:
-        # torch 2.6/2.7 write the flat archive (no pt2_archive package): torch's own save, then pack.
+        package = c = None
+    if not all(hasattr(package, n) for n in _PACKAGE_FUNCTIONS) or not all(hasattr(c, n) for n in _CONSTANTS):
+        # torch 2.6/2.7 (the flat archive) and 2.8/2.9 (weights without payload configs) write another
+        # layout: torch's own save (it has no pickle_protocol there), then pack.
         torch = importlib.import_module("torch")
         buf = io.BytesIO()
-        torch.export.save(ep, buf, extra_files=extra_files, opset_version=opset_version,
-                          pickle_protocol=pickle_protocol)  # fmt: skip
+        torch.export.save(ep, buf, extra_files=extra_files, opset_version=opset_version)
         return pt2.pack_pt2(buf.getvalue(), source="<ExportedProgram>", keep=keep, strip=strip)
     model = "model"
     w = _Members()
