@@ -229,11 +229,13 @@ def _archive(
     from tracepack.io.zip import write_archive
     from tracepack.torch import pt2
 
+    package: Any = None
+    c: Any = None
     try:
         package = importlib.import_module("torch.export.pt2_archive._package")
         c = importlib.import_module("torch.export.pt2_archive.constants")
     except ImportError:
-        package = c = None
+        pass
     if not all(hasattr(package, n) for n in _PACKAGE_FUNCTIONS) or not all(hasattr(c, n) for n in _CONSTANTS):
         # torch 2.6/2.7 (the flat archive) and 2.8/2.9 (weights without payload configs) write another
         # layout: torch's own save (it has no pickle_protocol there), then pack.
