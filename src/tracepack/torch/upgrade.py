@@ -70,8 +70,11 @@ def _archive_needs_upgrade(archive: Archive) -> bool:
         return False
     if layout == "flat":
         return True
-    _, raw = pt2.read_program(archive)
-    version = _version_of(raw)
+    # The program member as stored: a packed one keeps schema_version (only debug strings move out),
+    # so nothing is merged back to decide.
+    programs = pt2._check_pt2(archive)
+    member = next((name for name, model in programs if model == "model"), programs[0][0])
+    version = _version_of(archive.read(member, limit=pt2.MAX_PROGRAM_BYTES))
     return version is not None and version < installed_schema()
 
 
