@@ -115,6 +115,8 @@ def render_handle(h: HandleAnswer, style: str = "torch", pad: str = "  ") -> lis
         file, start, end = h.source_range
         lines.append(f"{pad}  source range: {file or '<unknown>'} bytes {start}-{end}")
     lines.extend(_indent(_traceback(h.stack_trace, style), pad + "  "))
+    if style == "torch" and h.runtime_note:
+        lines.append(f"{pad}  note: {h.runtime_note}")
     return lines
 
 

@@ -11,17 +11,19 @@ ExecuTorch ETRecord (one document per method)
 ExecuTorch ``.pte`` (emitted with ``emit_stacktrace=True``)
     instructions ``C:I``: operator and emitted frames, no module path;
 TorchScript lite-interpreter archives (mobile debug info)
-    handles: op, module hierarchy, inlined call stack, source range.
+    handles: op, module hierarchy, inlined call stack, source range; and torch's own text for a handle
+    (``Module hierarchy:top(M)::<unknown>...`` and the TorchScript traceback) from the archive's
+    ``torchscript/mobile-render`` extension, so a ``.tpk`` alone renders it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from tracepack.errors import DecodeError, NotFoundError, UsageError
+from tracepack.errors import DecodeError, NotFoundError, TracepackError, UsageError
 from tracepack.traces import parse_nn_module_stack
 
 __all__ = [
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 METHOD_EXTENSION = "executorch/method"
+#: A TorchScript archive's document: its archive facts, and what torch's mobile text needs.
+TORCHSCRIPT_EXTENSION = "torchscript/archive"
+RENDER_EXTENSION = "torchscript/mobile-render"
 _OP_PREFIXES = ("executorch.exir.dialects.edge.ops.", "torch.ops.")
 
 
@@ -138,6 +143,8 @@ class HandleAnswer:
     runtime_text: str | None = None
     """What the runtime prints for the handle with its debug maps present (mobile: ``Module hierarchy:...``
     and the TorchScript traceback), when known."""
+    runtime_note: str | None = None
+    """Why ``runtime_text`` is unknown for a TorchScript archive's handle, and how to get it."""
 
     @property
     def module_path(self) -> str:
@@ -192,6 +199,7 @@ class Symbolicator:
         self._handle_cache: dict[int, HandleAnswer] = {}
         self._instructions: dict[int, list[int]] | None = None
         self._handle_nodes: dict[int, list[int]] | None = None
+        self._lite_looked = False
 
     @property
     def info(self) -> dict[str, Any]:
@@ -261,19 +269,46 @@ class Symbolicator:
             row.source_range,
             *self._runtime(handle),
         )
+        if answer.runtime_text is None and self.runtime_note is not None:
+            answer = replace(answer, runtime_note=self.runtime_note)
         self._handle_cache[handle] = answer
         return answer
 
+    def _lite(self) -> Any:
+        """The lite-interpreter table: given, or kept in the document (``torchscript/mobile-render``)."""
+        if self.lite_table is None and not self._lite_looked:
+            self._lite_looked = True
+            if self.doc.extension(RENDER_EXTENSION) is not None:
+                import importlib
+
+                mobile = importlib.import_module("tracepack.torch.torchscript.mobile_render")
+                try:
+                    self.lite_table = mobile.lite_table_from_document(self.doc)
+                except TracepackError as exc:
+                    raise exc.with_source(self.source) from None
+        return self.lite_table
+
+    @property
+    def runtime_note(self) -> str | None:
+        """For a TorchScript archive's document that cannot print torch's own text: how to get it."""
+        if self._lite() is not None or self.doc.extension(TORCHSCRIPT_EXTENSION) is None:
+            return None
+        return (
+            "this .tpk predates torch's exact text (no torchscript/mobile-render extension): convert the "
+            "full .ptl again (tracepack convert app.ptl app.tpk) or symbolicate with the .ptl"
+        )
+
     def _runtime(self, handle: int) -> tuple[str | None, str | None]:
         """The mobile runtime's own hierarchy and debug text for ``handle`` (renderer of tracepack.torch)."""
-        if self.lite_table is None or handle not in self.lite_table.handles:
+        table = self._lite()
+        if table is None or handle not in table.handles:
             return None, None
         import importlib
 
         render = importlib.import_module("tracepack.torch.torchscript.render")
         return (
-            render.render_module_hierarchy(self.lite_table, handle),
-            render.render_debug_string(self.lite_table, handle),
+            render.render_module_hierarchy(table, handle),
+            render.render_debug_string(table, handle),
         )
 
     def _delegates(self) -> dict[str, Any]:

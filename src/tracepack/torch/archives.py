@@ -15,7 +15,9 @@ TorchScript (``torch.jit.save``, ``_save_for_lite_interpreter``)
     ``mobile_debug_handles.pkl`` become debug handles: the inlined call stack is
     a stack-trie entry (one frame per call site, plus the instruction's own
     range, as the mobile runtime prints them) and the module instances a
-    module-trie path ``TOP(C)::forward.blocks(Sequential)::forward...``.
+    module-trie path ``TOP(C)::forward.blocks(Sequential)::forward...``; what torch's
+    own text for a handle needs beyond that goes into the ``torchscript/mobile-render``
+    extension (:mod:`tracepack.torch.torchscript.mobile_render`).
 
 :func:`expand_archive` is the way back: it rewrites the original archive with
 every ``debug_pkl`` regenerated from the document (in its original layout, or
@@ -194,6 +196,9 @@ def import_torchscript(archive: Archive) -> Document:
     types: set[str] = set()
     if cmap is not None:
         _add_debug_handles(b, cmap, handles, by_tag, types)
+        from tracepack.torch.torchscript.mobile_render import add_render_extension
+
+        add_render_extension(b, archive, pkls.values(), cmap, handles)  # torch's exact text, from the .tpk
     ext: dict[str, Any] = {"top": archive.top}
     if handles is not None:
         ext["bytecode_version"] = handles.bytecode_version

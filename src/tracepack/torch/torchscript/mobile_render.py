@@ -1,0 +1,273 @@
+"""What torch's lite interpreter prints for a debug handle, stored in the document itself.
+
+A TorchScript lite-interpreter archive's handles are imported into the document's
+debug-handle table (op, inlined stack as frames, module path with short type names,
+the node's source range). torch's own text for a handle (``Module hierarchy:top(M)::
+<unknown>....aten::embedding`` and the ``Traceback of TorchScript`` with its ``~~~~
+<--- HERE`` marks) needs a little more: each inlined call's call-site *range*, the full
+type of each module on the chain, the program's type and the set of class types the
+file defines. The importer keeps those in the ``torchscript/mobile-render`` extension,
+so ``tracepack symbolicate model.tpk`` prints torch's exact text with no ``.ptl`` at hand.
+
+The extension is JSON, columnar and interned; every source range is a row of the
+document's own range table (which already holds the source texts), so it adds little::
+
+    {"format": 1,
+     "names": [...],            # strings: known types first, then types, instances, functions, ops
+     "known": K,                # names[:K] are the program's class types (null: unknown)
+     "top": i,                  # names[i]: the program's type
+     "calls": {"parent": [p+1], "type": [t+1], "instance": [i], "range": [r+1], "function": [f]},
+     "handles": {"handle": [delta], "node": [name], "range": [r+1], "call": [c+1]}}
+
+``calls`` is a trie of inlined calls (a call's parent is its caller, 0 for none; a
+module-less call has type 0); a handle names its node, its node range (0: none) and
+its innermost call (0: none). Offsets are the document's range rows plus one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from tracepack.builder import DocumentBuilder
+from tracepack.errors import DecodeError, LegacyFormatError
+from tracepack.io.zip import Archive
+from tracepack.torch.torchscript.debug_pkl import CallstackDebugMap, DebugPkl, MobileDebugHandles
+from tracepack.torch.torchscript.render import CallFrame, HandleInfo, LiteDebugTable, SourceRange, class_globals
+
+__all__ = [
+    "RENDER_EXTENSION",
+    "add_render_extension",
+    "decode_table",
+    "encode_table",
+    "lite_table_from_document",
+]
+
+#: The extension a TorchScript archive's document keeps torch's rendering facts in.
+RENDER_EXTENSION = "torchscript/mobile-render"
+_ARCHIVE_EXTENSION = "torchscript/archive"
+_FORMAT = 1
+_MAX_DATA_PKL = 256 << 20
+
+
+def _deltas(values: Sequence[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *values], values, strict=False)]
+
+
+def encode_table(table: LiteDebugTable, range_index: Callable[[SourceRange], int]) -> dict[str, Any]:
+    """``table`` (its type, known types and handles; not its owners) as the extension's JSON value.
+
+    ``range_index`` gives the row of a source range in the document's range table."""
+    names: dict[str, int] = {}
+
+    def name(s: str) -> int:
+        return names.setdefault(s, len(names))
+
+    known = sorted(table.known_types) if table.known_types is not None else None
+    for t in known or ():
+        name(t)
+    top = name(table.top_type)
+    calls: dict[tuple[int, int, int, int, int], int] = {}
+    cols: dict[str, list[int]] = {"parent": [], "type": [], "instance": [], "range": [], "function": []}
+
+    def rng(r: SourceRange | None) -> int:
+        return 0 if r is None else range_index(r) + 1
+
+    hcols: dict[str, list[int]] = {"handle": [], "node": [], "range": [], "call": []}
+    for handle in sorted(table.handles):
+        info = table.handles[handle]
+        parent = 0
+        for call in info.calls:
+            type_ = 0 if call.module is None else name(call.module[0]) + 1
+            instance = 0 if call.module is None else name(call.module[1])
+            key = (parent, type_, instance, rng(call.call_site), name(call.function_name))
+            found = calls.get(key)
+            if found is None:
+                found = calls[key] = len(calls) + 1
+                for col, v in zip(cols.values(), key, strict=True):
+                    col.append(v)
+            parent = found
+        hcols["handle"].append(handle)
+        hcols["node"].append(name(info.node_name))
+        hcols["range"].append(rng(info.node_range))
+        hcols["call"].append(parent)
+    hcols["handle"] = _deltas(hcols["handle"])
+    return {
+        "format": _FORMAT,
+        "names": list(names),
+        "known": None if known is None else len(known),
+        "top": top,
+        "calls": cols,
+        "handles": hcols,
+    }
+
+
+def decode_table(
+    value: Any, range_at: Callable[[int], SourceRange], *, where: str = f"$.extensions[{RENDER_EXTENSION}]"
+) -> LiteDebugTable:
+    """:func:`encode_table`'s value back as a table; DecodeError naming the place when it does not fit.
+
+    ``range_at`` gives the source range of a row of the document's range table (IndexError when
+    there is no such row)."""
+
+    def bad(problem: str, at: str = "") -> DecodeError:
+        return DecodeError(f"malformed {RENDER_EXTENSION} extension: {problem}", where=where + at)
+
+    if not isinstance(value, dict) or value.get("format") != _FORMAT:
+        raise bad("expected an object with format 1", ".format")
+    names = value.get("names")
+    if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
+        raise bad("expected a list of strings", ".names")
+
+    def ints(obj: Any, key: str, at: str) -> list[int]:
+        col = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(col, list) or not all(type(v) is int for v in col):
+            raise bad("expected a list of integers", f"{at}.{key}")
+        return col
+
+    def name(i: int, at: str) -> str:
+        if not 0 <= i < len(names):
+            raise bad(f"string {i} out of range (there are {len(names)})", at)
+        return str(names[i])
+
+    ranges: dict[int, SourceRange] = {}
+
+    def rng(i: int, at: str) -> SourceRange | None:
+        if i == 0:
+            return None
+        found = ranges.get(i)
+        if found is None:
+            try:
+                found = ranges[i] = range_at(i - 1)
+            except IndexError:
+                raise bad(f"no source range {i - 1} in the document", at) from None
+        return found
+
+    known = value.get("known")
+    if known is not None and (type(known) is not int or not 0 <= known <= len(names)):
+        raise bad(f"expected null or a count of at most {len(names)}", ".known")
+    top = value.get("top")
+    if type(top) is not int:
+        raise bad("expected an integer", ".top")
+    table = LiteDebugTable(name(top, ".top"), known_types=None if known is None else frozenset(names[:known]))
+    c = value.get("calls")
+    cols = [ints(c, k, ".calls") for k in ("parent", "type", "instance", "range", "function")]
+    if len({len(col) for col in cols}) != 1:
+        raise bad("columns of different lengths", ".calls")
+    chains: list[tuple[CallFrame, ...]] = [()]
+    for i, (parent, type_, instance, r, function) in enumerate(zip(*cols, strict=True)):
+        at = f".calls[{i}]"
+        if not 0 <= parent <= i:
+            raise bad(f"parent {parent} is not an earlier call", at)
+        if type_ < 0:
+            raise bad(f"type {type_} < 0", at)
+        module = None if type_ == 0 else (name(type_ - 1, at), name(instance, at))
+        chains.append((*chains[parent], CallFrame(module, rng(r, at), name(function, at))))
+    h = value.get("handles")
+    hcols = [ints(h, k, ".handles") for k in ("handle", "node", "range", "call")]
+    if len({len(col) for col in hcols}) != 1:
+        raise bad("columns of different lengths", ".handles")
+    handle = 0
+    for i, (delta, node, r, call) in enumerate(zip(*hcols, strict=True)):
+        at = f".handles[{i}]"
+        handle += delta
+        if i and delta <= 0:
+            raise bad("handles not ascending", at)
+        if not 0 <= call < len(chains):
+            raise bad(f"no call {call}", at)
+        table.handles[handle] = HandleInfo(handle, name(node, at), rng(r, at), chains[call])
+    return table
+
+
+def add_render_extension(
+    b: DocumentBuilder,
+    archive: Archive,
+    debug_pkls: Iterable[DebugPkl],
+    callstack_debug_map: CallstackDebugMap,
+    mobile_debug_handles: MobileDebugHandles | None,
+) -> None:
+    """Add the ``torchscript/mobile-render`` extension for a lite-interpreter archive being imported
+    (nothing when ``data.pkl`` is missing, not a pickle or names no module type: torch could not load
+    the file either)."""
+    types: list[str] = []
+    for member in archive.names():
+        if archive.relative(member) == "data.pkl":
+            try:
+                types = class_globals(archive.read(member, limit=_MAX_DATA_PKL), source=f"{archive.source}:data.pkl")
+            except LegacyFormatError:
+                return  # the debug info is still imported; only torch's exact text is not available
+    if not types:
+        return
+    top = types[0]
+    table = LiteDebugTable.from_members(
+        top_type=top,
+        debug_pkls=debug_pkls,
+        callstack_debug_map=callstack_debug_map,
+        mobile_debug_handles=mobile_debug_handles,
+        known_types=types,
+    )
+    b.add_extension(
+        RENDER_EXTENSION,
+        encode_table(table, lambda r: b.source_range(b.source(r.text, r.filename, r.starting_line), r.start, r.end)),
+    )
+
+
+def _range_reader(doc: Any) -> Callable[[int], SourceRange]:
+    """Row -> SourceRange over a Document or a LazyDocument's range and source tables."""
+    from tracepack.document import Document
+
+    if isinstance(doc, Document):
+        r = doc.raw
+        rs, rstart, rend = r.ranges.source, r.ranges.start, r.ranges.end
+        sfile, sline = r.sources.file, r.sources.start_line
+        strings: Sequence[str] = r.strings
+    else:
+        rc, sc = doc.columns("ranges"), doc.columns("sources")
+        rs, rstart, rend = rc["source"], rc["start"], rc["end"]
+        sfile, sline = sc["file"], sc["start_line"]
+        strings = doc.strings
+    texts: dict[int, str] = {}
+
+    def at(row: int) -> SourceRange:
+        if not 0 <= row < len(rs):
+            raise IndexError(row)
+        src = int(rs[row])
+        if not 0 <= src < len(sfile):
+            raise IndexError(src)
+        text = texts.get(src)
+        if text is None:
+            text = texts[src] = doc.source_text(src)
+        file = int(sfile[src])
+        if file >= len(strings):
+            raise IndexError(file)
+        return SourceRange(text, None if file < 0 else strings[file], int(sline[src]), int(rstart[row]), int(rend[row]))
+
+    return at
+
+
+def lite_table_from_document(doc: Any) -> LiteDebugTable | None:
+    """The lite-interpreter table kept in ``doc`` (a Document or LazyDocument), or None when the
+    document has no ``torchscript/mobile-render`` extension (not a mobile archive, or a ``.tpk``
+    converted before tracepack stored it)."""
+    text = doc.extension(RENDER_EXTENSION)
+    if text is None:
+        return None
+    where = f"$.extensions[{RENDER_EXTENSION}]"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"the {RENDER_EXTENSION} extension is not JSON: {exc.msg}", where=where) from None
+    table = decode_table(value, _range_reader(doc), where=where)
+    archive = doc.extension(_ARCHIVE_EXTENSION)
+    try:
+        info = json.loads(archive) if archive else {}
+    except json.JSONDecodeError:
+        info = {}  # the owners only serve tracepack's own form, which the document renders itself
+    functions = info.get("functions") if isinstance(info, dict) else None
+    for entry in functions if isinstance(functions, list) else ():
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list):
+            for handle in entry[1]:
+                if type(handle) is int:
+                    table.owners.setdefault(handle, entry[0])
+    return table
