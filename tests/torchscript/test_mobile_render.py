@@ -177,3 +177,29 @@ def test_round_trip_through_a_document(table: LiteDebugTable) -> None:
     )
     doc = tracepack.loads(tracepack.dumps(b.build(), codec="msgpack"))
     assert lite_table_from_document(doc) == table
+
+
+def test_kept_through_older_schema_versions_and_every_codec() -> None:
+    """The extension's range rows stay valid through a downgrade to schema 1.0 and back."""
+    doc = document(MOBILE)
+    want = LiteDebugTable.from_archive(MOBILE.read_bytes(), source=str(MOBILE))
+    for codec in ("json", "msgpack", "flatbuffers", "columnar"):
+        back = tracepack.loads(tracepack.dumps(doc, codec=codec, version=(1, 0)))
+        assert lite_table_from_document(back) == want, codec
+
+
+def test_a_tampered_extension_is_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = document(MOBILE)
+    value = json.loads(doc.extension(RENDER_EXTENSION) or "")
+    value["calls"]["range"] = [10**6 for _ in value["calls"]["range"]]
+    raw = doc.raw
+    exts = [
+        msgspec.structs.replace(e, json=json.dumps(value)) if e.name == RENDER_EXTENSION else e for e in raw.extensions
+    ]
+    bad = tmp_path / "bad.tpk"
+    bad.write_bytes(tracepack.dumps(Document(msgspec.structs.replace(raw, extensions=exts)), codec="flatbuffers"))
+    assert main(["symbolicate", str(bad), "--handle", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"tracepack: {bad}: $.extensions[torchscript/mobile-render].calls[")
+    assert "no source range 999999 in the document" in err
