@@ -91,8 +91,12 @@ def test_every_handle_as_from_the_ptl(tmp_path: Path, ptl: Path) -> None:
     (whose rendering the release tests compare with torch's own text)."""
     want = LiteDebugTable.from_archive(ptl.read_bytes(), source=str(ptl))
     with tracepack.open(tpk(tmp_path, ptl)) as lazy:
-        got = lite_table_from_document(lazy)
-    assert got == want
+        got = lite_table_from_document(lazy)  # decoded handle by handle, while the file is open
+        assert got is not None
+        assert sorted(got.handles) == sorted(want.handles)
+        assert got.handles[max(want.handles)] == want.handles[max(want.handles)]
+        assert max(want.handles) + 1 not in got.handles
+        assert got == want
     assert len(want.handles) >= 90
     loaded = tracepack.loads(tpk(tmp_path, ptl, "msgpack", "zstd").read_bytes())
     assert lite_table_from_document(loaded) == want
@@ -203,3 +207,20 @@ def test_a_tampered_extension_is_exit_2_with_one_line(tmp_path: Path, capsys: py
     assert err.count("\n") == 1
     assert err.startswith(f"tracepack: {bad}: $.extensions[torchscript/mobile-render].calls[")
     assert "no source range 999999 in the document" in err
+
+
+def test_lazy_decoding_checks_each_handle_when_asked() -> None:
+    """A document's table decodes a handle on first use: a bad row fails then, naming its place."""
+    doc = document(MOBILE)
+    value = json.loads(doc.extension(RENDER_EXTENSION) or "")
+    value["handles"]["call"][-1] = 10**6
+    from tracepack.torch.torchscript import mobile_render
+
+    table = decode_table(value, mobile_render._range_reader(doc), lazy=True)
+    first, last = min(table.handles), max(table.handles)
+    assert len(table.handles) == len(value["handles"]["handle"])
+    assert table.handles[first].handle == first
+    with pytest.raises(DecodeError, match=rf"\.handles\[{len(table.handles) - 1}\]: .*no call 1000000"):
+        table.handles[last]
+    with pytest.raises(KeyError):
+        table.handles[last + 1]

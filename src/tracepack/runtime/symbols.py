@@ -306,10 +306,13 @@ class Symbolicator:
         import importlib
 
         render = importlib.import_module("tracepack.torch.torchscript.render")
-        return (
-            render.render_module_hierarchy(table, handle),
-            render.render_debug_string(table, handle),
-        )
+        try:  # a document's table decodes each handle when first asked for
+            return (
+                render.render_module_hierarchy(table, handle),
+                render.render_debug_string(table, handle),
+            )
+        except TracepackError as exc:
+            raise exc.with_source(self.source) from None
 
     def _delegates(self) -> dict[str, Any]:
         value = self.info.get("delegate_map")

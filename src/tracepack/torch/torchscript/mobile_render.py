@@ -19,6 +19,11 @@ document's own range table (which already holds the source texts), so it adds li
      "calls": {"parent": [p+1], "type": [t+1], "instance": [i], "range": [r+1], "function": [f]},
      "handles": {"handle": [delta], "node": [name], "range": [r+1], "call": [c+1]}}
 
+A document's table (:func:`lite_table_from_document`) is decoded handle by handle: the columns
+are checked for shape when it is opened, a handle (a binary search, then its call chain) when it is
+first asked for, so one log line of a large model costs one handle, not the table. From a lazily
+opened ``.tpk`` the table reads the file's range and source tables: use it while the file is open.
+
 ``calls`` is a trie of inlined calls (a call's parent is its caller, 0 for none; a
 module-less call has type 0); a handle names its node, its node range (0: none) and
 its innermost call (0: none). Offsets are the document's range rows plus one.
@@ -27,7 +32,9 @@ its innermost call (0: none). Offsets are the document's range rows plus one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from itertools import accumulate, pairwise
 from typing import Any
 
 from tracepack.builder import DocumentBuilder
@@ -103,80 +110,163 @@ def encode_table(table: LiteDebugTable, range_index: Callable[[SourceRange], int
     }
 
 
+class _Index:
+    """The extension's columns, checked for shape, decoding one handle (and its call chain) at a time."""
+
+    def __init__(self, value: Any, range_at: Callable[[int], SourceRange], where: str) -> None:
+        self.where = where
+        self.range_at = range_at
+        if not isinstance(value, dict) or value.get("format") != _FORMAT:
+            raise self.bad("expected an object with format 1", ".format")
+        names = value.get("names")
+        if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
+            raise self.bad("expected a list of strings", ".names")
+        self.names: list[str] = names
+        known = value.get("known")
+        if known is not None and (type(known) is not int or not 0 <= known <= len(names)):
+            raise self.bad(f"expected null or a count of at most {len(names)}", ".known")
+        self.known = None if known is None else frozenset(names[:known])
+        top = value.get("top")
+        if type(top) is not int:
+            raise self.bad("expected an integer", ".top")
+        self.top = self.name(top, ".top")
+        c = value.get("calls")
+        self.calls = [self.ints(c, k, ".calls") for k in ("parent", "type", "instance", "range", "function")]
+        if len({len(col) for col in self.calls}) != 1:
+            raise self.bad("columns of different lengths", ".calls")
+        h = value.get("handles")
+        self.hcols = [self.ints(h, k, ".handles") for k in ("handle", "node", "range", "call")]
+        if len({len(col) for col in self.hcols}) != 1:
+            raise self.bad("columns of different lengths", ".handles")
+        self.keys = list(accumulate(self.hcols[0]))
+        for i, (a, b) in enumerate(pairwise(self.keys), 1):
+            if b <= a:
+                raise self.bad("handles not ascending", f".handles[{i}]")
+        self.chains: dict[int, tuple[CallFrame, ...]] = {0: ()}
+        self.ranges: dict[int, SourceRange] = {}
+
+    def bad(self, problem: str, at: str = "") -> DecodeError:
+        return DecodeError(f"malformed {RENDER_EXTENSION} extension: {problem}", where=self.where + at)
+
+    def ints(self, obj: Any, key: str, at: str) -> list[int]:
+        col = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(col, list) or not all(type(v) is int for v in col):
+            raise self.bad("expected a list of integers", f"{at}.{key}")
+        return col
+
+    def name(self, i: int, at: str) -> str:
+        if not 0 <= i < len(self.names):
+            raise self.bad(f"string {i} out of range (there are {len(self.names)})", at)
+        return self.names[i]
+
+    def range(self, i: int, at: str) -> SourceRange | None:
+        if i == 0:
+            return None
+        found = self.ranges.get(i)
+        if found is None:
+            try:
+                found = self.ranges[i] = self.range_at(i - 1)
+            except IndexError:
+                raise self.bad(f"no source range {i - 1} in the document", at) from None
+        return found
+
+    def chain(self, call: int, at: str) -> tuple[CallFrame, ...]:
+        """The calls from the outermost down to ``call`` (1-based; 0: none)."""
+        if not 0 <= call <= len(self.calls[0]):
+            raise self.bad(f"no call {call}", at)
+        pending: list[int] = []
+        while call not in self.chains:
+            pending.append(call)
+            parent = self.calls[0][call - 1]
+            if not 0 <= parent < call:
+                raise self.bad(f"parent {parent} is not an earlier call", f".calls[{call - 1}]")
+            call = parent
+        chain = self.chains[call]
+        for c in reversed(pending):
+            i = c - 1
+            _, type_, instance, r, function = (col[i] for col in self.calls)
+            at = f".calls[{i}]"
+            if type_ < 0:
+                raise self.bad(f"type {type_} < 0", at)
+            module = None if type_ == 0 else (self.name(type_ - 1, at), self.name(instance, at))
+            chain = self.chains[c] = (*chain, CallFrame(module, self.range(r, at), self.name(function, at)))
+        return chain
+
+    def info(self, row: int) -> HandleInfo:
+        at = f".handles[{row}]"
+        _, node, r, call = (col[row] for col in self.hcols)
+        return HandleInfo(self.keys[row], self.name(node, at), self.range(r, at), self.chain(call, at))
+
+
+class _LazyHandles(MutableMapping[int, HandleInfo]):
+    """A table's handles, decoded from the extension when asked for (a binary search, then the
+    handle's call chain): a symbolicator answering one line reads one handle, not all of them."""
+
+    def __init__(self, index: _Index) -> None:
+        self._index = index
+        self._decoded: dict[int, HandleInfo] = {}
+        self._all: dict[int, HandleInfo] | None = None  # every handle, once the mapping is written to
+
+    def _row(self, handle: object) -> int | None:
+        keys = self._index.keys
+        if type(handle) is not int:
+            return None
+        i = bisect_left(keys, handle)
+        return i if i < len(keys) and keys[i] == handle else None
+
+    def __getitem__(self, handle: int) -> HandleInfo:
+        if self._all is not None:
+            return self._all[handle]
+        found = self._decoded.get(handle)
+        if found is None:
+            row = self._row(handle)
+            if row is None:
+                raise KeyError(handle)
+            found = self._decoded[handle] = self._index.info(row)
+        return found
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._all if self._all is not None else self._row(handle) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._all if self._all is not None else self._index.keys)
+
+    def __len__(self) -> int:
+        return len(self._all) if self._all is not None else len(self._index.keys)
+
+    def _materialize(self) -> dict[int, HandleInfo]:
+        if self._all is None:
+            self._all = {h: self[h] for h in self._index.keys}
+        return self._all
+
+    def __setitem__(self, handle: int, info: HandleInfo) -> None:
+        self._materialize()[handle] = info
+
+    def __delitem__(self, handle: int) -> None:
+        del self._materialize()[handle]
+
+
 def decode_table(
-    value: Any, range_at: Callable[[int], SourceRange], *, where: str = f"$.extensions[{RENDER_EXTENSION}]"
+    value: Any,
+    range_at: Callable[[int], SourceRange],
+    *,
+    where: str = f"$.extensions[{RENDER_EXTENSION}]",
+    lazy: bool = False,
 ) -> LiteDebugTable:
     """:func:`encode_table`'s value back as a table; DecodeError naming the place when it does not fit.
 
     ``range_at`` gives the source range of a row of the document's range table (IndexError when
-    there is no such row)."""
-
-    def bad(problem: str, at: str = "") -> DecodeError:
-        return DecodeError(f"malformed {RENDER_EXTENSION} extension: {problem}", where=where + at)
-
-    if not isinstance(value, dict) or value.get("format") != _FORMAT:
-        raise bad("expected an object with format 1", ".format")
-    names = value.get("names")
-    if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
-        raise bad("expected a list of strings", ".names")
-
-    def ints(obj: Any, key: str, at: str) -> list[int]:
-        col = obj.get(key) if isinstance(obj, dict) else None
-        if not isinstance(col, list) or not all(type(v) is int for v in col):
-            raise bad("expected a list of integers", f"{at}.{key}")
-        return col
-
-    def name(i: int, at: str) -> str:
-        if not 0 <= i < len(names):
-            raise bad(f"string {i} out of range (there are {len(names)})", at)
-        return str(names[i])
-
-    ranges: dict[int, SourceRange] = {}
-
-    def rng(i: int, at: str) -> SourceRange | None:
-        if i == 0:
-            return None
-        found = ranges.get(i)
-        if found is None:
-            try:
-                found = ranges[i] = range_at(i - 1)
-            except IndexError:
-                raise bad(f"no source range {i - 1} in the document", at) from None
-        return found
-
-    known = value.get("known")
-    if known is not None and (type(known) is not int or not 0 <= known <= len(names)):
-        raise bad(f"expected null or a count of at most {len(names)}", ".known")
-    top = value.get("top")
-    if type(top) is not int:
-        raise bad("expected an integer", ".top")
-    table = LiteDebugTable(name(top, ".top"), known_types=None if known is None else frozenset(names[:known]))
-    c = value.get("calls")
-    cols = [ints(c, k, ".calls") for k in ("parent", "type", "instance", "range", "function")]
-    if len({len(col) for col in cols}) != 1:
-        raise bad("columns of different lengths", ".calls")
-    chains: list[tuple[CallFrame, ...]] = [()]
-    for i, (parent, type_, instance, r, function) in enumerate(zip(*cols, strict=True)):
-        at = f".calls[{i}]"
-        if not 0 <= parent <= i:
-            raise bad(f"parent {parent} is not an earlier call", at)
-        if type_ < 0:
-            raise bad(f"type {type_} < 0", at)
-        module = None if type_ == 0 else (name(type_ - 1, at), name(instance, at))
-        chains.append((*chains[parent], CallFrame(module, rng(r, at), name(function, at))))
-    h = value.get("handles")
-    hcols = [ints(h, k, ".handles") for k in ("handle", "node", "range", "call")]
-    if len({len(col) for col in hcols}) != 1:
-        raise bad("columns of different lengths", ".handles")
-    handle = 0
-    for i, (delta, node, r, call) in enumerate(zip(*hcols, strict=True)):
-        at = f".handles[{i}]"
-        handle += delta
-        if i and delta <= 0:
-            raise bad("handles not ascending", at)
-        if not 0 <= call < len(chains):
-            raise bad(f"no call {call}", at)
-        table.handles[handle] = HandleInfo(handle, name(node, at), rng(r, at), chains[call])
+    there is no such row). ``lazy``: the columns are checked for shape now, each handle is decoded
+    (and checked) when first asked for; otherwise every handle and call is decoded now."""
+    index = _Index(value, range_at, where)
+    table = LiteDebugTable(index.top, known_types=index.known)
+    if lazy:
+        table.handles = _LazyHandles(index)
+        return table
+    for call in range(len(index.calls[0]), 0, -1):
+        index.chain(call, f".calls[{call - 1}]")
+    for row, handle in enumerate(index.keys):
+        table.handles[handle] = index.info(row)
     return table
 
 
@@ -258,7 +348,7 @@ def lite_table_from_document(doc: Any) -> LiteDebugTable | None:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"the {RENDER_EXTENSION} extension is not JSON: {exc.msg}", where=where) from None
-    table = decode_table(value, _range_reader(doc), where=where)
+    table = decode_table(value, _range_reader(doc), where=where, lazy=True)
     archive = doc.extension(_ARCHIVE_EXTENSION)
     try:
         info = json.loads(archive) if archive else {}

@@ -29,7 +29,7 @@ pickle reader, and the program's type name is the first class global named in
 from __future__ import annotations
 
 import pickletools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -104,7 +104,7 @@ class LiteDebugTable:
     function whose bytecode holds it (``__torch__.models.ScriptNet.forward``)."""
 
     top_type: str
-    handles: dict[int, HandleInfo] = field(default_factory=dict)
+    handles: MutableMapping[int, HandleInfo] = field(default_factory=dict)
     known_types: frozenset[str] | None = None
     owners: dict[int, str] = field(default_factory=dict)
 
