@@ -17,6 +17,11 @@ Figures:
 * (e) size: the tracepack form of the ETRecord's programs with their handle tables (best codec, zstd -19,
   built-in dictionary; weights left out) against zstd -19 of the ETRecord's program JSON: <= 0.5x on the
   10k-node record (the 26-node sample is reported, without a target).
+* (g) TorchScript mobile: torch's own text for one debug handle (``Module hierarchy:...`` and the
+  TorchScript traceback) from the committed ``mobile.ptl``'s ``.tpk`` alone (lazy open, the
+  ``torchscript/mobile-render`` extension) against reading the full ``.ptl`` for it: target >= 1x;
+* (h) the same on a 10k-handle synthetic ``.tpk`` (6 inlined calls a handle): the first answer, decoding
+  one handle, against decoding the whole table first: target >= 3x;
 * (f) importing the ETRecord (``import_etrecord``: every method, handle tables, the exactness checks)
   against ExecuTorch's warm ``parse_etrecord`` of the same file: target >= 5x faster (the 10k-node
   import time is in the note);
@@ -331,3 +336,84 @@ def run(report: Report) -> None:
             )
         )
         lazy.close()
+        _mobile(report, work)
+
+
+def _mobile(report: Report, work: Path) -> None:
+    """(g), (h): torch's lite-interpreter text from a .tpk."""
+    from tracepack.builder import DocumentBuilder
+    from tracepack.torch.archives import import_archive
+    from tracepack.torch.torchscript import mobile_render
+    from tracepack.torch.torchscript.render import (
+        CallFrame,
+        HandleInfo,
+        LiteDebugTable,
+        SourceRange,
+        render_debug_string,
+    )
+
+    ptl = SAMPLES / "mobile.ptl"
+    data = ptl.read_bytes()
+    tpk = work / "mobile.tpk"
+    tracepack.dump(import_archive(str(ptl), data), tpk, codec="flatbuffers", compression="none")
+
+    def from_tpk() -> str | None:
+        with tracepack.open(tpk) as doc:
+            return Symbolicator(doc, source=str(tpk)).handle(5).runtime_text
+
+    def from_ptl() -> str:
+        return render_debug_string(LiteDebugTable.from_archive(data, source=str(ptl)), 5)
+
+    assert from_tpk() == from_ptl()
+    report.add(
+        Figure(
+            SECTION,
+            "(g) mobile: torch's text for one handle from the .tpk alone vs from the full .ptl",
+            best_time(from_tpk),
+            best_time(from_ptl),
+            "s",
+            1.0,
+            note="committed mobile.ptl (90 handles); each opens its file",
+        )
+    )
+    text = "".join(f"    x{i} = self.layer{i}(x)\n" for i in range(200))
+    table = LiteDebugTable("__torch__.Big", known_types=frozenset(f"__torch__.T{i}" for i in range(50)))
+    for h in range(10_000):
+        calls = tuple(
+            CallFrame(
+                (f"__torch__.T{(h + d) % 50}", f"m{d}"),
+                SourceRange(text, "/home/user/project/m.py", 10, 30 * ((h + d) % 200), 30 * ((h + d) % 200) + 10),
+                "forward",
+            )
+            for d in range(6)
+        )
+        rng = SourceRange(text, "/home/user/project/m.py", 10, 30 * (h % 200), 30 * (h % 200) + 12)
+        table.handles[h] = HandleInfo(h, "aten::mul", rng, calls)
+    b = DocumentBuilder(producer="torch.jit")
+    b.add_extension(
+        mobile_render.RENDER_EXTENSION,
+        mobile_render.encode_table(
+            table, lambda r: b.source_range(b.source(r.text, r.filename, r.starting_line), r.start, r.end)
+        ),
+    )
+    big = work / "mobile_big.tpk"
+    tracepack.dump(b.build(), big, codec="flatbuffers", compression="none")
+
+    def first_answer(lazy: bool) -> str:
+        with tracepack.open(big) as doc:
+            value = json.loads(doc.extension(mobile_render.RENDER_EXTENSION) or "")
+            t = mobile_render.decode_table(value, mobile_render._range_reader(doc), lazy=lazy)
+            return render_debug_string(t, 5_000)
+
+    assert first_answer(True) == first_answer(False) == render_debug_string(table, 5_000)
+    report.add(
+        Figure(
+            SECTION,
+            "(h) mobile: first answer from a 10k-handle .tpk, one handle decoded vs the whole table",
+            best_time(lambda: first_answer(True), repeat=3),
+            best_time(lambda: first_answer(False), repeat=3),
+            "s",
+            3.0,
+            note="synthetic: 6 inlined calls a handle, 60k calls",
+        )
+    )
