@@ -76,6 +76,11 @@ def test_executorch_mobile_sample_through_the_cli(tmp_path: Path, capsys: pytest
     capsys.readouterr()
     assert main(["symbolicate", str(model), str(stripped)]) == 0
     assert capsys.readouterr().out == full + "\n"
+    assert main(["symbolicate", str(model), "--handle", "5"]) == 0
+    head, _, text = capsys.readouterr().out.partition("\n")
+    assert head == "debug handle 5: aten::embedding"
+    assert text.startswith("Module hierarchy:top(TinyLM)::<unknown>.embed(Embedding)::forward.")
+    assert text in full + "\n"  # torch's own lines, as it printed them
     assert main(["symbolicate", str(model), "--handle", "5", "--json"]) == 0
     (answer,) = json.loads(capsys.readouterr().out)["references"][0]["answers"]
     assert answer["runtime_text"] in full

@@ -108,8 +108,12 @@ def render_handle(h: HandleAnswer, style: str = "torch", pad: str = "  ") -> lis
             lines.append(f"{pad}  node{'s' if len(names) > 1 else ''} {', '.join(names)}:")
             lines.extend(_indent(_traceback(stack, style), pad + "    "))
         return lines
-    hier = h.runtime_hierarchy if style == "torch" and h.runtime_hierarchy else h.module_hierarchy
     lines.append(f"{pad}debug handle {h.handle}: {h.op}")
+    if style == "torch" and h.runtime_text:
+        # What the lite interpreter prints for the handle with its maps present, as it prints it.
+        lines.extend(_indent(h.runtime_text.rstrip("\n"), pad))
+        return lines
+    hier = h.runtime_hierarchy if style == "torch" and h.runtime_hierarchy else h.module_hierarchy
     lines.append(f"{pad}  Module hierarchy:{hier}")
     if h.source_range is not None:
         file, start, end = h.source_range
