@@ -229,3 +229,29 @@ def test_lazy_decoding_checks_each_handle_when_asked() -> None:
         table.handles[last]
     with pytest.raises(KeyError):
         table.handles[last + 1]
+
+
+def test_a_chain_too_deep_is_refused_not_expanded() -> None:
+    """A hostile extension with a 10k-deep call chain under each of many handles: refused per handle."""
+    from tracepack.torch.torchscript.mobile_render import MAX_CALL_DEPTH
+
+    n = MAX_CALL_DEPTH + 10
+    value = {
+        "format": 1,
+        "names": ["__torch__.M", "forward", "aten::mul"],
+        "known": 1,
+        "top": 0,
+        "calls": {
+            "parent": list(range(n)),
+            "type": [0] * n,
+            "instance": [0] * n,
+            "range": [0] * n,
+            "function": [1] * n,
+        },
+        "handles": {"handle": [1] * 1000, "node": [2] * 1000, "range": [0] * 1000, "call": [n] * 1000},
+    }
+    table = decode_table(value, lambda i: SourceRange("", None, 0, 0, 0), lazy=True)
+    with pytest.raises(DecodeError, match=rf"\.handles\[0\]: .*deeper than {MAX_CALL_DEPTH} calls"):
+        table.handles[1]
+    value["handles"]["call"] = [MAX_CALL_DEPTH] * 1000
+    assert len(decode_table(value, lambda i: SourceRange("", None, 0, 0, 0)).handles[1].calls) == MAX_CALL_DEPTH

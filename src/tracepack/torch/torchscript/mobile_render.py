@@ -55,6 +55,8 @@ __all__ = [
 RENDER_EXTENSION = "torchscript/mobile-render"
 _ARCHIVE_EXTENSION = "torchscript/archive"
 _FORMAT = 1
+#: Inlined calls a handle may sit under (torch's are a few dozen deep); a deeper chain is refused.
+MAX_CALL_DEPTH = 4096
 _MAX_DATA_PKL = 256 << 20
 
 
@@ -142,7 +144,7 @@ class _Index:
         for i, (a, b) in enumerate(pairwise(self.keys), 1):
             if b <= a:
                 raise self.bad("handles not ascending", f".handles[{i}]")
-        self.chains: dict[int, tuple[CallFrame, ...]] = {0: ()}
+        self.frames: dict[int, CallFrame] = {}
         self.ranges: dict[int, SourceRange] = {}
 
     def bad(self, problem: str, at: str = "") -> DecodeError:
@@ -170,27 +172,35 @@ class _Index:
                 raise self.bad(f"no source range {i - 1} in the document", at) from None
         return found
 
-    def chain(self, call: int, at: str) -> tuple[CallFrame, ...]:
-        """The calls from the outermost down to ``call`` (1-based; 0: none)."""
-        if not 0 <= call <= len(self.calls[0]):
-            raise self.bad(f"no call {call}", at)
-        pending: list[int] = []
-        while call not in self.chains:
-            pending.append(call)
-            parent = self.calls[0][call - 1]
-            if not 0 <= parent < call:
-                raise self.bad(f"parent {parent} is not an earlier call", f".calls[{call - 1}]")
-            call = parent
-        chain = self.chains[call]
-        for c in reversed(pending):
-            i = c - 1
+    def frame(self, call: int) -> CallFrame:
+        """Call ``call`` (1-based) itself, decoded once."""
+        found = self.frames.get(call)
+        if found is None:
+            i = call - 1
             _, type_, instance, r, function = (col[i] for col in self.calls)
             at = f".calls[{i}]"
             if type_ < 0:
                 raise self.bad(f"type {type_} < 0", at)
             module = None if type_ == 0 else (self.name(type_ - 1, at), self.name(instance, at))
-            chain = self.chains[c] = (*chain, CallFrame(module, self.range(r, at), self.name(function, at)))
-        return chain
+            found = self.frames[call] = CallFrame(module, self.range(r, at), self.name(function, at))
+        return found
+
+    def chain(self, call: int, at: str) -> tuple[CallFrame, ...]:
+        """The calls from the outermost down to ``call`` (1-based; 0: none), at most MAX_CALL_DEPTH."""
+        if not 0 <= call <= len(self.calls[0]):
+            raise self.bad(f"no call {call}", at)
+        out: list[CallFrame] = []
+        parents = self.calls[0]
+        while call:
+            if len(out) == MAX_CALL_DEPTH:
+                raise self.bad(f"a call chain deeper than {MAX_CALL_DEPTH} calls", at)
+            out.append(self.frame(call))
+            parent = parents[call - 1]
+            if not 0 <= parent < call:
+                raise self.bad(f"parent {parent} is not an earlier call", f".calls[{call - 1}]")
+            call = parent
+        out.reverse()
+        return tuple(out)
 
     def info(self, row: int) -> HandleInfo:
         at = f".handles[{row}]"
@@ -263,8 +273,10 @@ def decode_table(
     if lazy:
         table.handles = _LazyHandles(index)
         return table
-    for call in range(len(index.calls[0]), 0, -1):
-        index.chain(call, f".calls[{call - 1}]")
+    for call in range(1, len(index.calls[0]) + 1):  # every call checked, on a handle's chain or not
+        index.frame(call)
+        if not 0 <= index.calls[0][call - 1] < call:
+            raise index.bad(f"parent {index.calls[0][call - 1]} is not an earlier call", f".calls[{call - 1}]")
     for row, handle in enumerate(index.keys):
         table.handles[handle] = index.info(row)
     return table
