@@ -231,3 +231,20 @@ def test_expand_of_a_packed_archive_streams_the_weights(tmp_path: Path) -> None:
     assert peak < 40 << 20
     original, expanded = _members(src), _members(out)
     assert expanded == original  # the program byte for byte, the weights whole
+
+
+def test_pack_syncs_once_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from tracepack.cli import main
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    assert main(["pack", str(SAMPLE), str(tmp_path / "a.pt2")]) == 0
+    assert len(synced) == 1  # one fsync, at the end, however many members
+    assert main(["pack", "--no-fsync", str(SAMPLE), str(tmp_path / "b.pt2")]) == 0
+    assert main(["unpack", "--no-fsync", str(tmp_path / "b.pt2"), str(tmp_path / "c.pt2")]) == 0
+    assert len(synced) == 1
+    assert (tmp_path / "a.pt2").read_bytes() == (tmp_path / "b.pt2").read_bytes()
+    assert _members(tmp_path / "c.pt2") == _members(SAMPLE)
