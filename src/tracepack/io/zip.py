@@ -104,6 +104,11 @@ class Archive:
             raise LegacyFormatError(
                 f"not a readable zip archive: {exc}", source=source, expected="a torch .pt2 or TorchScript .pt archive"
             ) from None
+        for index, i in enumerate(infos):
+            if not i.filename:  # zipfile's is_dir() would raise IndexError
+                raise LegacyFormatError(
+                    "a member has an empty name", source=source, where=f"member {index}", expected="named members"
+                )
         self._infos = {i.filename: i for i in infos}
         self.members = [Member(i.filename, i.date_time, i.external_attr, i.file_size) for i in infos if not i.is_dir()]
         tops = {m.name.split("/", 1)[0] for m in self.members if "/" in m.name}

@@ -103,7 +103,32 @@ def files() -> dict[str, bytes]:
         "model_json--int-over-64-bits.json": _model_json_variant("int-over-64-bits"),
         "archive--bzip2-zip-bomb.pt2": _bzip2_bomb(),
         "archive--zip-version-25-5.pt": _zip_version_25_5(),
+        "archive--member-with-empty-name.pt2": _empty_member_name(),
+        "model_json--empty-expr-str.json": _empty_expr_str(),
     }
+
+
+def _empty_member_name() -> bytes:
+    """The bundled .pt2 plus a member whose name is empty (zipfile's is_dir() raised IndexError)."""
+    buf = io.BytesIO()
+    with (
+        zipfile.ZipFile(ROOT / "src/tracepack/data/sample/tiny_transformer.pt2") as src,
+        zipfile.ZipFile(buf, "w") as z,
+    ):
+        for info in src.infolist():
+            z.writestr(info, src.read(info))
+        z.writestr(zipfile.ZipInfo("", date_time=(1980, 1, 1, 0, 0, 0)), b"x")
+    return buf.getvalue()
+
+
+def _empty_expr_str() -> bytes:
+    """A dynamic program whose first symbolic size has the expression ``""``: it was accepted and
+    came back as ``{"as_int": -1}`` (an empty expression interns as string 0, read as "none")."""
+    with zipfile.ZipFile(ROOT / "tests/data/torch/corpus/dynamic.pt2") as z:
+        data = z.read("dynamic/models/model.json")
+    at = data.index(b'{"as_expr": {"expr_str": "') + len(b'{"as_expr": {"expr_str": "')
+    end = data.index(b'"', at)
+    return data[:at] + data[end:]
 
 
 def main() -> None:

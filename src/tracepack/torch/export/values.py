@@ -157,6 +157,8 @@ def _sym(value: Any, form: ValueForm, hints: dict[str, Any]) -> int | str | None
     if kind == "as_int" and type(v) is int:
         return int(v)
     if kind == "as_expr" and type(v) is dict and list(v) == ["expr_str", "hint"] and type(v["expr_str"]) is str:
+        if not v["expr_str"]:
+            return None  # "" interns as string 0, which reads back as "no expression": kept verbatim instead
         ok, hint = _hint_of(v["hint"], form)
         if not ok or hints.setdefault(v["expr_str"], hint) != hint:
             return None
