@@ -248,10 +248,10 @@ def test_a_chain_too_deep_is_refused_not_expanded() -> None:
             "range": [0] * n,
             "function": [1] * n,
         },
-        "handles": {"handle": [1] * 1000, "node": [2] * 1000, "range": [0] * 1000, "call": [n] * 1000},
+        "handles": {"handle": [1] * 100, "node": [2] * 100, "range": [0] * 100, "call": [n] * 100},
     }
     table = decode_table(value, lambda i: SourceRange("", None, 0, 0, 0), lazy=True)
     with pytest.raises(DecodeError, match=rf"\.handles\[0\]: .*deeper than {MAX_CALL_DEPTH} calls"):
         table.handles[1]
-    value["handles"]["call"] = [MAX_CALL_DEPTH] * 1000
+    value["handles"]["call"] = [MAX_CALL_DEPTH] * 100
     assert len(decode_table(value, lambda i: SourceRange("", None, 0, 0, 0)).handles[1].calls) == MAX_CALL_DEPTH
