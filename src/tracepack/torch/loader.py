@@ -457,7 +457,7 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
             if not trust:
                 raise _refuse(z.where(member), f"constant {fqn!r} is a torchbind object")
             out[fqn] = torch._C._pickle_load_obj(z.read(member))
-        elif path.startswith(getattr(c, "OPAQUE_OBJ_FILENAME_PREFIX", "\0")):
+        elif path.startswith(getattr(c, "OPAQUE_OBJ_FILENAME_PREFIX", "opaque_obj_")):  # torch 2.13 on names it
             if not trust:
                 raise _refuse(z.where(member), f"constant {fqn!r} is an opaque object (a plain pickle)")
             import pickle
