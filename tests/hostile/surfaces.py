@@ -250,13 +250,14 @@ def _cli_seeds() -> list[tuple[str, bytes]]:
 @cache
 def _executorch_seeds() -> list[tuple[str, bytes]]:
     folder = ROOT / "tests/data/executorch"
-    paths = [p for p in sorted(folder.iterdir()) if p.suffix in (".etdp", ".pte", ".etrecord")]
+    paths = [p for p in sorted(folder.iterdir()) if p.suffix in (".etdp", ".pte", ".etrecord", ".ptl")]
     return [(str(p.relative_to(ROOT)), p.read_bytes()) for p in paths]
 
 
 def _executorch(data: bytes, folder: Path) -> str:
-    """An ETDump annotated with a good ETRecord, a .pte or ETRecord symbolicated and annotated with:
-    every command exits 0 or 2 with one line; the kind is guessed from the bytes, all tried if none."""
+    """An ETDump annotated with a good ETRecord, a .pte, ETRecord or mobile .ptl symbolicated and
+    annotated with: every command exits 0 or 2 with one line; the kind is guessed from the bytes,
+    all tried if none."""
     from tracepack.torch.executorch.etdump import is_etdump
     from tracepack.torch.executorch.pte import is_pte
 
@@ -273,6 +274,12 @@ def _executorch(data: bytes, folder: Path) -> str:
         out = str(folder / "out.json")
         if kind == "etdp":
             runs = [["annotate", str(src), "--with", str(record), "-o", out]]
+        elif kind == "etrecord":  # a zip: an ETRecord or a mobile .ptl
+            runs = [
+                ["symbolicate", str(src), "--handle", "1", "--json"],
+                ["symbolicate", str(src), "--handle", "3"],
+                ["annotate", str(dump), "--with", str(src), "-o", out],
+            ]
         else:
             runs = [
                 ["symbolicate", str(src), "--handle", "1", "--json"],
