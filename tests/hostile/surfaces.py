@@ -251,7 +251,15 @@ def _cli_seeds() -> list[tuple[str, bytes]]:
 def _executorch_seeds() -> list[tuple[str, bytes]]:
     folder = ROOT / "tests/data/executorch"
     paths = [p for p in sorted(folder.iterdir()) if p.suffix in (".etdp", ".pte", ".etrecord", ".ptl")]
-    return [(str(p.relative_to(ROOT)), p.read_bytes()) for p in paths]
+    out = [(str(p.relative_to(ROOT)), p.read_bytes()) for p in paths]
+    from tracepack.torch.archives import import_archive
+
+    # The mobile archive as a .tpk: its lite-interpreter extension, read by symbolicate.
+    mobile = folder / "mobile.ptl"
+    doc = import_archive(str(mobile), mobile.read_bytes())
+    for codec in ("msgpack", "flatbuffers"):
+        out.append((f"mobile.ptl as {codec}.tpk", tracepack.dumps(doc, codec=codec, compression="none")))
+    return out
 
 
 def _executorch(data: bytes, folder: Path) -> str:
@@ -266,7 +274,13 @@ def _executorch(data: bytes, folder: Path) -> str:
         record, dump = good / "model.etrecord", good / "model.etdp"
     else:  # pragma: no cover - the samples are committed
         return "refused"
-    kinds = [k for k, hit in (("etdp", is_etdump(data)), ("pte", is_pte(data)), ("etrecord", data[:2] == b"PK")) if hit]
+    found = (
+        ("etdp", is_etdump(data)),
+        ("pte", is_pte(data)),
+        ("etrecord", data[:2] == b"PK"),
+        ("tpk", data[:4] == b"\x89TPK"),
+    )
+    kinds = [k for k, hit in found if hit]
     outcome = "refused"
     for kind in kinds or ["etdp", "pte", "etrecord"]:
         src = folder / f"in.{kind}"
@@ -274,6 +288,12 @@ def _executorch(data: bytes, folder: Path) -> str:
         out = str(folder / "out.json")
         if kind == "etdp":
             runs = [["annotate", str(src), "--with", str(record), "-o", out]]
+        elif kind == "tpk":
+            runs = [
+                ["symbolicate", str(src), "--handle", "1", "--json"],
+                ["symbolicate", str(src), "--handle", "3"],
+                ["symbolicate", str(src), "--handle", "3", "--style", "tracepack"],
+            ]
         elif kind == "etrecord":  # a zip: an ETRecord or a mobile .ptl
             runs = [
                 ["symbolicate", str(src), "--handle", "1", "--json"],
