@@ -317,3 +317,15 @@ def test_old_archives_expression_strings_are_not_evaluated(tmp_path: Path) -> No
     with pytest.raises(InputError):
         tt.load(bad)
     assert not marker.exists()
+
+
+REPRO = Path(__file__).parents[1] / "hostile" / "repro"
+
+
+@pytest.mark.parametrize("path", sorted(REPRO.glob("archive--*")), ids=lambda p: p.name)
+def test_archive_reproducers_are_one_line_errors_for_load(path: Path) -> None:
+    # The hostile suite's archive reproducers (tests/hostile/repro), through the loader's own zip reading.
+    with pytest.raises(InputError) as info:
+        tt.load(path)
+    assert path.name in str(info.value)
+    assert "\n" not in str(info.value)

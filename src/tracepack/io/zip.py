@@ -82,6 +82,23 @@ ZIP_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+def open_zip(
+    f: str | os.PathLike[str] | IO[bytes], *, source: str, expected: str
+) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]:
+    """``zipfile.ZipFile(f)`` and its members, every member named: anything else is a LegacyFormatError."""
+    try:
+        z = zipfile.ZipFile(f)
+        infos = z.infolist()
+    except ZIP_ERRORS as exc:
+        raise LegacyFormatError(f"not a readable zip archive: {exc}", source=source, expected=expected) from None
+    for index, i in enumerate(infos):
+        if not i.filename:  # zipfile's is_dir() would raise IndexError
+            raise LegacyFormatError(
+                "a member has an empty name", source=source, where=f"member {index}", expected="named members"
+            )
+    return z, infos
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """One archive member: its full name, date and attributes (kept when rewriting)."""
@@ -98,18 +115,7 @@ class Archive:
     def __init__(self, data: bytes | bytearray | memoryview | IO[bytes], *, source: str) -> None:
         self.source = source
         self._fp: IO[bytes] = io.BytesIO(bytes(data)) if isinstance(data, (bytes, bytearray, memoryview)) else data
-        try:
-            self._zip = zipfile.ZipFile(self._fp)
-            infos = self._zip.infolist()
-        except ZIP_ERRORS as exc:
-            raise LegacyFormatError(
-                f"not a readable zip archive: {exc}", source=source, expected="a torch .pt2 or TorchScript .pt archive"
-            ) from None
-        for index, i in enumerate(infos):
-            if not i.filename:  # zipfile's is_dir() would raise IndexError
-                raise LegacyFormatError(
-                    "a member has an empty name", source=source, where=f"member {index}", expected="named members"
-                )
+        self._zip, infos = open_zip(self._fp, source=source, expected="a torch .pt2 or TorchScript .pt archive")
         self._infos = {i.filename: i for i in infos}
         self.members = [Member(i.filename, i.date_time, i.external_attr, i.file_size) for i in infos if not i.is_dir()]
         tops = {m.name.split("/", 1)[0] for m in self.members if "/" in m.name}

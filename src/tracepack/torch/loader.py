@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io.zip import open_zip
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
 __all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
@@ -64,13 +65,7 @@ class _Zip:
 
     def __init__(self, f: str | os.PathLike[str] | IO[bytes], source: str) -> None:
         self.source = source
-        try:
-            self.zip = zipfile.ZipFile(f)
-            infos = self.zip.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError) as exc:
-            raise LegacyFormatError(
-                f"not a readable zip archive: {exc}", source=source, expected="a torch.export .pt2"
-            ) from None
+        self.zip, infos = open_zip(f, source=source, expected="a torch.export .pt2")
         names = [i.filename for i in infos if not i.is_dir()]
         tops = {n.split("/", 1)[0] for n in names}
         if len(tops) != 1 or not all("/" in n for n in names):
