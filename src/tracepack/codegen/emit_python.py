@@ -348,6 +348,35 @@ def _emit_convert(schema: Schema) -> str:
             f"_{const}_TO_JSON: Final[dict[m.{e.name}, j.{e.name}]] = {{{to_items}}}",
             f"_{const}_FROM_JSON: Final[dict[str, m.{e.name}]] = {{{from_items}}}",
         ]
+    float_defaults = [
+        (s, f)
+        for s in schema.structs.values()
+        for f in s.fields
+        if f.has_default and not f.optional and f.type.kind == "scalar" and f.type.name in ("f32", "f64")
+    ]
+    if float_defaults:
+        # msgspec's omit_defaults omits a float only when it *is* the class's default object: a float field
+        # at its default is given that object, so JSON leaves it out as it does every other default.
+        out += [
+            "",
+            "",
+            "def _json_default(cls: Any, name: str) -> Any:",
+            "    fields, defaults = cls.__struct_fields__, cls.__struct_defaults__",
+            "    return defaults[fields.index(name) - (len(fields) - len(defaults))]",
+            "",
+            "",
+            "def _float_field_to_json(x: float, default: float) -> j.JSONFloat:",
+            '    """``default`` itself when ``x`` is the default (sign included), so omit_defaults leaves it out."""',
+            "    if x == default and math.copysign(1.0, x) == math.copysign(1.0, default):",
+            "        return default",
+            "    return _float_to_json(x)",
+            "",
+        ]
+        for s, f in float_defaults:
+            out.append(
+                f'_{_snake(s.name).upper()}_{f.name.upper()}_DEFAULT: Final = _json_default(j.{s.name}, "{f.name}")'
+            )
+    defaulted = {(s.name, f.name) for s, f in float_defaults}
     for s in schema.structs.values():
         for direction, src, dst in (("to_json", "m", "j"), ("from_json", "j", "m")):
             out += ["", "", f"def _{_snake(s.name)}_{direction}(o: {src}.{s.name}) -> {dst}.{s.name}:"]
@@ -357,6 +386,8 @@ def _emit_convert(schema: Schema) -> str:
             out.append(f"    return {dst}.{s.name}(")
             for f in s.fields:
                 expr = _conv_expr(f.type, f"o.{f.name}", direction, schema)
+                if direction == "to_json" and (s.name, f.name) in defaulted:
+                    expr = f"_float_field_to_json(o.{f.name}, _{_snake(s.name).upper()}_{f.name.upper()}_DEFAULT)"
                 if f.optional and expr != f"o.{f.name}":
                     expr = f"None if o.{f.name} is None else {expr}"
                 out.append(f"        {f.name}={expr},")
