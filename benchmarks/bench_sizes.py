@@ -2,7 +2,7 @@
 
 The ladder is ``scripts/torch/export_corpus.py``'s ``size_*`` entries (about 10, 30, 60, 130, 450,
 1k and 10k nodes, each with static and dynamic shapes), exported once with torch 2.13 into
-``.bench/sizes``. The built-in dictionary (``torch-export-1``) was trained on other models
+``.bench/sizes``. The built-in dictionary (``torch-export-3``) was trained on other models
 (``scripts/torch/dictionary_models.py``): no model of the ladder is in its training set.
 
 Per model, in one run: ``zstd -19`` of ``model.json`` (the baseline), and every codec uncompressed,
@@ -12,9 +12,11 @@ with ``zstd -19`` and with ``zstd -19`` + the built-in dictionary. Targets:
   the geometric mean over the ladder <= 0.5x;
 * FlatBuffers + zstd <= 1.0x at every size;
 * the best codec uncompressed <= 0.1x of model.json at >= 100 nodes;
-* writing and reading the best codec no more than 20% slower than before this work (string
-  columns plain, no dictionary: ``columnar.plain_strings()``), encode+compress and
-  decompress+decode at zstd level 3, timed interleaved in one process.
+* writing and reading the best codec no more than 20% slower than main before schema 1.2 (the
+  same program without 1.2's typed signature and interned extensions, main's dictionary
+  ``torch-export-2``), encode+compress and decompress+decode at zstd level 3, timed interleaved in
+  one process; also shown against the builds before the ``forms`` work (string columns plain, no
+  dictionary: ``columnar.plain_strings()``).
 
 Also a byte-for-byte check: ``export_model_json`` of the decoded best file is the input.
 Skipped, with a note, when torch is not installed and the ladder has not been exported.
@@ -36,7 +38,7 @@ import zstandard
 
 import tracepack
 from benchmarks.report import Figure, Report, best_time
-from tracepack import dictionaries
+from tracepack import dictionaries, migrations
 from tracepack.codecs import columnar
 from tracepack.versions import CURRENT
 
@@ -151,8 +153,9 @@ def _flatbuffers_layouts(
 ) -> None:
     """FlatBuffers + zstd -19 (+ dictionary) in the newest version's layout (its own vtable per table, 1.2
     on) against 1.1's (shared vtables), both against zstd -19 of model.json; and the payload's encode and
-    full decode, newest layout against 1.1's, timed interleaved (the document is the same: the newer
-    model's added fields at their defaults)."""
+    full decode, newest layout against 1.1's, timed interleaved (the same program: in 1.1 as 1.1 holds it,
+    the signature and module call graph in the program's JSON; in the newest version as this build writes
+    it)."""
     from tracepack.codecs import flatbuffers as fbc
     from tracepack.versions import VERSIONS
 
@@ -178,31 +181,50 @@ def _flatbuffers_layouts(
         report.add(Figure(SECTION, f"{name}: flatbuffers {what} vs 1.1 layout", t, t0, "s", target=1 / 1.2, note=note))
 
 
+def _as_main(doc: tracepack.Document) -> tracepack.Document:
+    """The document as main's importer made it before schema 1.2: the program's signature and module call
+    graph in its JSON, extensions as plain text (the 1.2 -> 1.1 migration, then back up: nothing typed)."""
+    down = migrations.downgrade(doc.raw, CURRENT, (1, 1))
+    return tracepack.Document(migrations.upgrade(down, (1, 1), CURRENT))
+
+
 def _speed(
     report: Report, name: str, doc: tracepack.Document, codec: str, zdict: zstandard.ZstdCompressionDict
 ) -> None:
-    """Writing and reading the best codec as this build does (``forms`` string columns, the built-in
-    dictionary) against the same codec as builds before this work did (plain string columns, no
-    dictionary), zstd level 3 (the API default), timed interleaved in this process."""
+    """Writing and reading the best codec as this build does (schema 1.2 tables, ``forms`` string columns,
+    the built-in dictionary), timed interleaved in this process at zstd level 3 (the API default), against:
+
+    * main before schema 1.2: the same program without 1.2's tables and interned extensions, with
+      main's dictionary (torch-export-2);
+    * the builds before the ``forms`` work: plain string columns, no dictionary."""
     gc.collect()
     gc.freeze()  # what is alive already is kept out of the collector's way, for both sides alike
     try:
         small = len(doc) < 2000
         repeat, min_time = (5, 0.2) if small else (3, 0.0)
+        old = _as_main(doc)
+        main_dict = dictionaries.get("torch-export-2")
         with columnar.plain_strings():
-            before = tracepack.dumps(doc, codec=codec)
+            before = tracepack.dumps(old, codec=codec)
+        main = tracepack.dumps(old, codec=codec, zstd_dict=main_dict)
         now = tracepack.dumps(doc, codec=codec, zstd_dict=zdict)
 
         def encode_before() -> bytes:
             with columnar.plain_strings():
-                return tracepack.dumps(doc, codec=codec)
+                return tracepack.dumps(old, codec=codec)
 
         t_enc0 = best_time(encode_before, repeat=repeat, min_time=min_time)
+        t_encm = best_time(partial(tracepack.dumps, old, codec=codec, zstd_dict=main_dict), repeat=repeat,
+                           min_time=min_time)  # fmt: skip
         t_enc = best_time(partial(tracepack.dumps, doc, codec=codec, zstd_dict=zdict), repeat=repeat, min_time=min_time)
         t_dec0 = best_time(partial(tracepack.loads, before), repeat=repeat, min_time=min_time)
+        t_decm = best_time(partial(tracepack.loads, main), repeat=repeat, min_time=min_time)
         t_dec = best_time(partial(tracepack.loads, now), repeat=repeat, min_time=min_time)
     finally:
         gc.unfreeze()
-    note = f"{codec}: forms + dictionary vs plain strings, no dictionary (before); ratio < 1 means slower"
-    report.add(Figure(SECTION, f"{name}: encode vs before", t_enc, t_enc0, "s", target=1 / 1.2, note=note))
-    report.add(Figure(SECTION, f"{name}: decode vs before", t_dec, t_dec0, "s", target=1 / 1.2, note=note))
+    note = f"{codec}: 1.2 tables + torch-export-3 vs main (no 1.2 tables, torch-export-2); < 1 means slower"
+    report.add(Figure(SECTION, f"{name}: encode vs main", t_enc, t_encm, "s", target=1 / 1.2, note=note))
+    report.add(Figure(SECTION, f"{name}: decode vs main", t_dec, t_decm, "s", target=1 / 1.2, note=note))
+    note = f"{codec}: as written now vs plain strings, no dictionary (before the forms work); < 1 means slower"
+    report.add(Figure(SECTION, f"{name}: encode vs before", t_enc, t_enc0, "s", note=note))
+    report.add(Figure(SECTION, f"{name}: decode vs before", t_dec, t_dec0, "s", note=note))

@@ -76,6 +76,16 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         doc="as torch-export-1, retrained on payloads whose string columns use the columnar `forms` encoding",
         trained_at="ddda37b",
     ),
+    DictionarySpec(
+        name="torch-export-3",
+        dict_id=0x54504B03,
+        file="torch-export-3.dict",
+        sha256="f611fa4a02385a5d7be13ca88fb8573c02e8cc35b5ba3d0b01d3b71375cf526c",
+        size=512 * 1024,
+        k=2048,
+        doc="retrained on schema 1.2 payloads (typed signature, interned extension strings); 512 KiB, k=2048",
+        trained_at="the commit releasing schema 1.2",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest).
 TRAINING: Final = BUILTIN[-1]

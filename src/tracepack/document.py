@@ -18,6 +18,7 @@ from itertools import accumulate
 from operator import ne
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tracepack import interned_json
 from tracepack.errors import DecodeError, IntegrityError, NotFoundError, did_you_mean
 from tracepack.traces import (
     FrameKey,
@@ -300,7 +301,12 @@ class Document(ModuleRendering):
 
     def extension(self, name: str) -> str | None:
         """The JSON text of the document's extension ``name`` (the first of that name), or None."""
-        return next((e.json for e in self.raw.extensions if e.name == name), None)
+        for i, e in enumerate(self.raw.extensions):
+            if e.name == name:
+                if e.template:  # 1.2: its strings interned
+                    return interned_json.fill(e.template, e.refs, self.raw.strings, where=f"$.extensions[{i}]")
+                return e.json
+        return None
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table."""

@@ -57,6 +57,7 @@ from typing import Any, Final
 
 import msgspec
 
+from tracepack import interned_json
 from tracepack.codecs import _fbrt as rt
 from tracepack.container import HEADER_SIZE, ContainerHeader, read_header
 from tracepack.document import FROM_NODE_KEY, DebugHandle, resolve_argument
@@ -374,7 +375,7 @@ class LazyDocument(ModuleRendering):
             self._node_offsets, self._nodes_at = self._view(memoryview(b"").cast("I")), 0
         self._node_count = len(self._node_offsets)
         self._extensions_at: int = doc[dslot["extensions"]]
-        self._extension_cache: dict[str, str | None] | None = None
+        self._extension_cache: dict[str, Any] | None = None
         self._node_spec = specs["Node"]
         self._nslot = self._node_spec.slots
 
@@ -788,16 +789,22 @@ class LazyDocument(ModuleRendering):
         """
         self._live()
         if self._extension_cache is None:
-            found: dict[str, str | None] = {}
+            found: dict[str, Any] = {}
             if self._extensions_at:
                 try:
                     for p in self._r.tables(self._extensions_at):
                         ext = self._fb.DECODERS["Extension"](self._r, p)
-                        found.setdefault(ext.name, ext.json)
+                        found.setdefault(ext.name, ext)
                 except _MALFORMED as exc:
                     raise self._fail(exc, "$.extensions") from None
             self._extension_cache = found
-        return self._extension_cache.get(name)
+        ext = self._extension_cache.get(name)
+        if ext is None:
+            return None
+        if getattr(ext, "template", ""):  # schema 1.2: its strings interned
+            return interned_json.fill(ext.template, ext.refs, self.strings, where="$.extensions")
+        text: str = ext.json
+        return text
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table of the current model (0 for a table the file's version does not have)."""

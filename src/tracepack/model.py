@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracepack_generated.v1_1 import SCHEMA_SHA256, SCHEMA_VERSION
-from tracepack_generated.v1_1.model import *  # noqa: F403 - the model's public names are this module's
+from tracepack_generated.v1_2 import SCHEMA_SHA256, SCHEMA_VERSION
+from tracepack_generated.v1_2.model import *  # noqa: F403 - the model's public names are this module's
 
 if TYPE_CHECKING:
-    from tracepack_generated.v1_1 import convert, json_model, validate
+    from tracepack_generated.v1_2 import convert, json_model, validate
 
 __all__ = ["CURRENT_VERSION", "convert", "json_model", "validate"]  # and every name of the model
 
@@ -27,5 +27,5 @@ def __getattr__(name: str) -> Any:
     if name in ("convert", "json_model", "validate"):
         import importlib
 
-        return importlib.import_module(f"tracepack_generated.v1_1.{name}")
+        return importlib.import_module(f"tracepack_generated.v1_2.{name}")
     raise AttributeError(f"module 'tracepack.model' has no attribute {name!r}")

@@ -136,6 +136,47 @@ def _add_1_1_features(b: DocumentBuilder) -> None:
     )
 
 
+#: A torch.export program with what schema 1.2 stores typed: a signature of every spec form the columns
+#: hold, and one they do not (kept as JSON), and a module call graph with a signature, nulls and an odd entry.
+_PROGRAM_1_2: dict[str, Any] = {
+    "graph_module": {
+        "graph": {"inputs": [], "outputs": [], "nodes": []},
+        "signature": {
+            "input_specs": [
+                {"parameter": {"arg": {"name": "p_w"}, "parameter_name": "blöck.0.w"}},
+                {"buffer": {"arg": {"name": "b_stat"}, "buffer_name": "stat", "persistent": False}},
+                {"user_input": {"arg": {"as_tensor": {"name": "x"}}}},
+                {"user_input": {"arg": {"as_int": 3}}},
+            ],
+            "output_specs": [{"user_output": {"arg": {"as_tensor": {"name": "columns"}}}}],
+        },
+        "module_call_graph": [
+            {"fqn": "", "signature": {"inputs": [], "in_spec": '[1, {"type": null}]', "forward_arg_names": ["x"]}},
+            {"fqn": "blöck.0", "signature": None},
+            {"fqn": "blöck.1", "signature": None, "extra": 1},
+        ],
+    },
+    "schema_version": {"major": 8, "minor": 20},
+    "torch_version": "2.13.0+cpu",
+}
+
+
+def _add_1_2_features(b: DocumentBuilder) -> tuple[Any, Any, m.Extension]:
+    """What schema 1.2 added: the program's signature and module call graph as tables, and the rest of the
+    program as an extension with its strings interned (attached to the built document by the caller)."""
+    from tracepack import interned_json, program_tables
+
+    gm = _PROGRAM_1_2["graph_module"]
+    signature = program_tables.signature_table(b.string, gm["signature"])
+    calls = program_tables.module_call_table(b.string, gm["module_call_graph"])
+    rest = dict(
+        _PROGRAM_1_2, graph_module=dict(gm, signature={"input_specs": [], "output_specs": []}, module_call_graph=[])
+    )
+    parts = interned_json.split(json.dumps(rest), b.string)
+    assert parts is not None
+    return signature, calls, m.Extension(program_tables.PROGRAM_EXTENSION, "", parts[0], parts[1])
+
+
 def build_document(version: tuple[int, int] = CURRENT) -> Document:
     """The golden document of ``version``: deterministic, and using every feature of that version.
 
@@ -261,7 +302,14 @@ def build_document(version: tuple[int, int] = CURRENT) -> Document:
 
     b.add_extension("torch.export/signature", {"inputs": ["x"], "outputs": ["columns"], "ü": 1.5})
     b.add_extension("raw/key-order", None, raw_json='{"z":1,"a":[{"y":null,"b":true}],"é":"\\u00e9"}')
-    return b.build()
+    if version < (1, 2):
+        return b.build()
+    signature, calls, program = _add_1_2_features(b)
+    doc = b.build()
+    doc.raw.signature, doc.raw.module_calls = signature, calls
+    doc.raw.extensions.append(program)
+    doc.validate()
+    return doc
 
 
 # -- expected content ---------------------------------------------------------------------------------
@@ -383,9 +431,30 @@ def document_content(doc: Document) -> dict[str, Any]:
                 for f in raw.debug_files
             ],
             "debug_handles": handles,
-            "extensions": [{"name": e.name, "json": e.json} for e in raw.extensions],
+            "extensions": [{"name": e.name, "json": _extension_text(raw, i)} for i, e in enumerate(raw.extensions)],
+            **_tables_1_2(raw),
         }
     )
+
+
+def _extension_text(raw: Any, i: int) -> str:
+    """An extension's JSON text (a 1.2 template filled in)."""
+    from tracepack import interned_json
+
+    e = raw.extensions[i]
+    return interned_json.fill(e.template, e.refs, raw.strings) if getattr(e, "template", "") else e.json
+
+
+def _tables_1_2(raw: Any) -> dict[str, Any]:
+    """The program's signature and module call graph (schema 1.2), as torch's JSON; nothing when absent."""
+    from tracepack import program_tables
+
+    out: dict[str, Any] = {}
+    if getattr(raw, "signature", None) is not None:
+        out["signature"] = program_tables.signature_json(raw.strings, raw.signature)
+    if getattr(raw, "module_calls", None) is not None:
+        out["module_call_graph"] = program_tables.module_calls_json(raw.strings, raw.module_calls)
+    return out
 
 
 def covers(actual: Any, expected: Any) -> bool:

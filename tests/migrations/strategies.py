@@ -5,7 +5,9 @@
 * :func:`plain_documents_1_1`: random 1.1 documents with no 1.1-only information;
 * :func:`rich_documents`: 1.1 documents that use what 1.1 added (``from_node`` provenance lifted
   from metadata, given directly, or kept verbatim; frames with ``end_line`` positions), with the
-  inputs they were built from.
+  inputs they were built from;
+* :data:`json_values`, :func:`signatures`, :func:`signature_specs`, :func:`module_call_entries`: what
+  1.2 stores typed or interned (a torch program's signature and module call graph, any JSON).
 """
 
 from __future__ import annotations
@@ -20,14 +22,20 @@ from hypothesis import strategies as st
 from tests.strategies import documents
 from tracepack import Document, DocumentBuilder, migrations
 from tracepack.traces import Provenance, render_from_node
+from tracepack.versions import CURRENT
 
 __all__ = [
     "RichDocument",
     "documents_1_0",
+    "documents_1_1",
     "from_node_lists",
+    "json_values",
+    "module_call_entries",
     "node_sources",
     "plain_documents_1_1",
     "rich_documents",
+    "signature_specs",
+    "signatures",
 ]
 
 # Small alphabets, so equal NodeSources (shared rows) happen; some non-ASCII (escaped by json.dumps).
@@ -76,7 +84,12 @@ def as_provenance(entries: list[dict[str, Any]]) -> list[Provenance]:
 
 def documents_1_0() -> st.SearchStrategy[Any]:
     """Random documents in the schema 1.0 generated model."""
-    return documents().map(lambda doc: migrations.downgrade(doc.raw, (1, 1), (1, 0)))
+    return documents().map(lambda doc: migrations.downgrade(doc.raw, CURRENT, (1, 0)))
+
+
+def documents_1_1() -> st.SearchStrategy[Any]:
+    """Random documents in the schema 1.1 generated model."""
+    return documents().map(lambda doc: migrations.downgrade(doc.raw, CURRENT, (1, 1)))
 
 
 def plain_documents_1_1() -> st.SearchStrategy[Document]:
@@ -143,3 +156,57 @@ def rich_documents(draw: st.DrawFn, max_nodes: int = 8) -> RichDocument:
     out.end_lines = len(end_lines)
     out.doc = b.build()
     return out
+
+
+# -- schema 1.2: interned JSON, the program's signature and module call graph ---------------------
+
+_text = st.text(alphabet='ab_.\u00fc\u2603"\\\n0', max_size=4)
+#: Any JSON value ``json.loads`` gives (no NaN or infinity: ``json.dumps`` would not write them back as read).
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=10,
+)
+_kinds = st.sampled_from(["parameter", "buffer", "user_input", "user_output", "tensor_constant", "token", ""])
+_target_keys = st.sampled_from(["parameter_name", "buffer_name", "target", "persistent", "", "arg"])
+
+
+@st.composite
+def signature_specs(draw: st.DrawFn) -> Any:
+    """One input or output spec: the forms the typed columns hold, near misses, and any JSON."""
+    name = draw(_text)
+    arg = draw(
+        st.sampled_from([{"name": name}, {"as_tensor": {"name": name}}, {"name": 3}, {"as_int": 3}, {"as_tensor": {}}])
+    )
+    inner: dict[str, Any] = {"arg": arg}
+    if draw(st.booleans()):
+        inner[draw(_target_keys)] = draw(st.one_of(_text, json_values))
+    if draw(st.booleans()):
+        inner["persistent"] = draw(st.one_of(st.booleans(), json_values))
+    if draw(st.integers(0, 9)) == 0:
+        inner = {k: inner[k] for k in reversed(inner)}  # "arg" not first
+    spec = {draw(_kinds): inner}
+    return draw(st.one_of(st.just(spec), st.just(spec), st.just(spec), json_values))
+
+
+@st.composite
+def module_call_entries(draw: st.DrawFn) -> Any:
+    """One module call graph entry: torch's ``{"fqn", "signature"}`` (mostly null) or any JSON."""
+    entry = {"fqn": draw(_text), "signature": draw(st.one_of(st.none(), st.none(), json_values))}
+    return draw(st.one_of(st.just(entry), st.just(entry), json_values))
+
+
+@st.composite
+def signatures(draw: st.DrawFn) -> dict[str, Any]:
+    """A program signature: input and output specs, sometimes with a key more."""
+    sig: dict[str, Any] = {
+        "input_specs": draw(st.lists(signature_specs(), max_size=5)),
+        "output_specs": draw(st.lists(signature_specs(), max_size=3)),
+    }
+    if draw(st.booleans()):
+        sig = {"extra": draw(json_values), **sig}
+    return sig

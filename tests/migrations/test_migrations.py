@@ -44,7 +44,7 @@ def test_1_0_documents_upgrade_and_downgrade_back_equal(raw: Any) -> None:
     up = migrations.upgrade(raw, (1, 0), (1, 1))
     assert isinstance(up, v1_1.model.Document)
     assert (up.header.version.major, up.header.version.minor) == (1, 1)
-    Document(up).validate()
+    v1_1.validate.validate(up)
     assert up.provenance is None
     assert up.frames.end_line == []
     down = migrations.downgrade(up, (1, 1), (1, 0))

@@ -16,4 +16,5 @@ VERSIONS: Final[tuple[tuple[int, int], ...]] = (
 RELEASED: Final[tuple[tuple[int, int], ...]] = (
     (1, 0),
     (1, 1),
+    (1, 2),
 )

@@ -109,6 +109,21 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     return info
 
 
+def _as_written(doc: Any, written: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
+    """The document in the schema version its file was written with, when this build has that release: a
+    file of an older release is measured as it is laid out, not as the current version would write it."""
+    from tracepack import migrations
+    from tracepack.errors import TracepackError
+    from tracepack.versions import RELEASED
+
+    if written == doc.version or written not in RELEASED:
+        return doc.raw, doc.version
+    try:
+        return migrations.downgrade(doc.raw, doc.version, written), written
+    except TracepackError:
+        return doc.raw, doc.version
+
+
 def _breakdown(raw: Any, codec: str, version: tuple[int, int]) -> dict[str, int]:
     """Encoded bytes per top-level table, with the file's codec family."""
     import msgspec
@@ -149,6 +164,7 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
             return summary
     header = read_header(data, source=name)
     doc = tracepack.loads(data, source=name, zstd_dict=zstd_dict(args.zstd_dict))
+    written_raw, written = _as_written(doc, header.schema_version)
     sizes = doc.table_sizes()
     raw_version = header.schema_version
     info: dict[str, Any] = {
@@ -166,14 +182,14 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         else {"name": doc.raw.header.producer.name, "version": doc.raw.header.producer.version},
         "nodes": len(doc),
         "rows": sizes,
-        "bytes": _breakdown(doc.raw, header.codec, doc.version),
+        "bytes": _breakdown(written_raw, header.codec, written),
     }
     from tracepack import dictionaries
     from tracepack.sizes import column_sizes, table_sizes
 
     # Compressed per table and column, with the file's dictionary (given, or built in).
     zdict = zstd_dict(args.zstd_dict) or (dictionaries.by_id(header.dict_id) if header.dict_id else None)
-    columns = column_sizes(doc.raw, header.codec, doc.version, zstd_dict=zdict)
+    columns = column_sizes(written_raw, header.codec, written, zstd_dict=zdict)
     compressed = table_sizes(columns)
     info["compressed_bytes"] = {t: c for t, (_, c) in compressed.items()}
     if header.codec == "flatbuffers":  # the FlatBuffers bytes themselves, not a MessagePack stand-in

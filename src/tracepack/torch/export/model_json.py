@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from tracepack import interned_json, program_tables
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
@@ -41,7 +42,7 @@ def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
 
-PROGRAM_EXTENSION = "torch.export/program"
+PROGRAM_EXTENSION = program_tables.PROGRAM_EXTENSION
 NODES_EXTENSION = "torch.export/nodes"
 #: The schema majors torch releases wrote (3, 4 and 6 lived only between releases).
 SUPPORTED_MAJORS = tuple(sorted({int(v.split(".")[0]) for v in RELEASE_SCHEMA.values()}))
@@ -400,8 +401,15 @@ class _Importer:
         skeleton["graph_module"]["graph"] = self._skeleton(self.graph)
         if self.co is not None:
             skeleton["graph_module"]["graph"]["co_fileinfo_ordered_list"] = []
+        signature = program_tables.signature_table(b.string, self.gm.get("signature"))
+        if signature is not None:
+            skeleton["graph_module"]["signature"] = dict(self.gm["signature"], input_specs=[], output_specs=[])
+        calls = program_tables.module_call_table(b.string, self.gm.get("module_call_graph"))
+        if calls is not None:
+            skeleton["graph_module"]["module_call_graph"] = []
         b.add_extension(PROGRAM_EXTENSION, None, raw_json=_dumps(skeleton))
         doc = b.build()
+        doc.raw.signature, doc.raw.module_calls = signature, calls
         layout: dict[str, Any] = {"keys": self.keys}
         if self.value_form.to_json():
             layout["values"] = self.value_form.to_json()
@@ -420,6 +428,7 @@ class _Importer:
             layout["graphs"] = self.graphs
         self._check(doc, layout)
         doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
+        _share(doc.raw)
         return doc
 
     def _skeleton(self, graph: dict[str, Any], *, nested: bool = False) -> dict[str, Any]:
@@ -621,6 +630,27 @@ def _node_json(
     return out
 
 
+def _share(raw: m.Document) -> None:
+    """The program's JSON with its strings interned (schema 1.2, ``Extension.template``), in place."""
+    strings = raw.strings
+    ids: dict[str, int] = {}
+    for i, text in enumerate(strings):
+        ids.setdefault(text, i)
+
+    def intern(text: str) -> int:
+        i = ids.get(text)
+        if i is None:
+            i = ids[text] = len(strings)
+            strings.append(text)
+        return i
+
+    for i, e in enumerate(raw.extensions):
+        if e.name in (PROGRAM_EXTENSION, NODES_EXTENSION) and not e.template:
+            parts = interned_json.split(e.json, intern)
+            if parts is not None:
+                raw.extensions[i] = m.Extension(e.name, "", parts[0], parts[1])
+
+
 class _MetaRenderer:
     """Renders a stored node's metadata dict, lifted values included."""
 
@@ -634,6 +664,8 @@ class _MetaRenderer:
 def _extension(doc: Document, name: str) -> Any:
     for i, e in enumerate(doc.raw.extensions):
         if e.name == name:
+            if e.template:
+                return interned_json.fill_value(e.template, e.refs, doc.raw.strings, where=f"$.extensions[{i}]")
             return json_value(e.json, f"$.extensions[{i}].json")
     raise UsageError(f"the document has no {name!r} extension: it was not imported from a torch model.json")
 
@@ -681,7 +713,12 @@ class _Exporter:
 
     def run(self) -> Any:
         g = self.doc.raw.graph
-        graph = self.program["graph_module"]["graph"]
+        gm = self.program["graph_module"]
+        if self.doc.raw.signature is not None:
+            gm["signature"].update(program_tables.signature_json(self.s, self.doc.raw.signature))
+        if self.doc.raw.module_calls is not None:
+            gm["module_call_graph"] = program_tables.module_calls_json(self.s, self.doc.raw.module_calls)
+        graph = gm["graph"]
         total_nested = sum(c[0] for c in self.graphs)
         nested_values = sum(c[1] for c in self.graphs)
         self._fill(graph, len(g.nodes) - total_nested, len(g.values) - nested_values, "")
