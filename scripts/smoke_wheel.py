@@ -34,7 +34,7 @@ USER_SCRIPT = '''\
 import tracepack
 from tracepack import Document, LazyDocument, NotFoundError
 from tracepack.query import NodeFilter, find_nodes
-from tracepack_generated.v1_1 import model
+from tracepack import model  # the current version's model: stable across schema releases
 
 
 def first_linear(path: str) -> str | None:
