@@ -8,7 +8,7 @@ offset   size  field (little-endian)
 10       2     header size (48; a reader skips extra header bytes)
 12       2     schema major
 14       2     schema minor
-16       1     codec (0 json, 1 msgpack, 2 flatbuffers, 3 columnar)
+16       1     codec (0 json, 1 msgpack, 2 flatbuffers, 3 columnar, 4 flatbuffers-columns)
 17       1     compression (0 none, 1 zstd)
 18       2     flags (0; reserved)
 20       4     zstd dictionary id (0: none)

@@ -66,6 +66,8 @@ def test_we_read_what_flatc_python_writes(doc: tracepack.Document) -> None:
 def test_golden_documents_agree_with_flatc() -> None:
     for path in sorted(GOLDEN.glob("*/flatbuffers*.tpk")):
         header, payload = container.unpack(path.read_bytes())
+        if header.codec != "flatbuffers":  # the column layout: test_columns.py has flatc read it
+            continue
         version = header.schema_version
         body, _ = fbc.split(payload)
         assert read_with_flatc(bytes(body), version) == fbc.decode(payload, version), path

@@ -21,7 +21,7 @@ from tracepack.codecs import codec_by_name
 from tracepack.migrations import v1_0_to_v1_1 as step
 from tracepack.versions import CURRENT, RELEASED, generated, reader_version
 
-CODECS = ["json", "msgpack", "flatbuffers", "columnar"]
+CODECS = ["json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"]
 #: A newer minor of the current version's major, which no release has reached.
 NEWER = (CURRENT[0], CURRENT[1] + 6)
 N = f"{NEWER[0]}.{NEWER[1]}"
@@ -113,6 +113,18 @@ def _payload_1_7(raw: Any, codec: str) -> bytes:
         payload["columns"]["$.added_in_1_7"] = ["plain", [1]]
         payload["columns"]["$.graph.nodes[].added_in_1_7"] = ["plain", [0.5] * len(raw.graph.nodes)]
         return msgspec.msgpack.encode(payload)
+    if codec == "flatbuffers-columns":  # columns a 1.7 writer added: unknown paths, ignored by name
+        from tracepack.codecs import columnar, fbcolumns
+        from tracepack.codecs import flatbuffers as fbc
+
+        newer = msgspec.structs.replace(
+            raw, header=msgspec.structs.replace(raw.header, version=_gen.model.Version(*NEWER))
+        )
+        shredder = fbcolumns._Shredder()
+        shredder.shred(columnar._plan(type(newer)), [newer])
+        shredder.put("$.added_in_1_7", [1])
+        shredder.put("$.graph.nodes[].added_in_1_7", [0.5] * len(raw.graph.nodes))
+        return fbc.with_side_index(fbcolumns._write(shredder.values), fbc.side_index(newer))
     if codec == "json":
         keyed: Any = msgspec.to_builtins(_gen.convert.to_json(raw))
         keyed["header"]["version"] = {"major": NEWER[0], "minor": NEWER[1]}

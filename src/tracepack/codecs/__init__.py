@@ -28,6 +28,7 @@ CODECS: Final[dict[str, tuple[int, str]]] = {
     "msgpack": (1, "tracepack.codecs.msgpack"),
     "flatbuffers": (2, "tracepack.codecs.flatbuffers"),
     "columnar": (3, "tracepack.codecs.columnar"),
+    "flatbuffers-columns": (4, "tracepack.codecs.fbcolumns"),
 }
 CODEC_IDS: Final[dict[int, str]] = {i: name for name, (i, _) in CODECS.items()}
 

