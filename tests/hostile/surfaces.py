@@ -61,7 +61,7 @@ def _tpk_seeds() -> list[tuple[str, bytes]]:
     from tracepack.torch.export.model_json import import_model_json
 
     doc = import_model_json((ROOT / "src/tracepack/data/sample/model.json").read_bytes(), source="model.json")
-    for codec in ("json", "msgpack", "flatbuffers", "columnar"):
+    for codec in ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"):
         for comp in ("none", "zstd"):
             out.append((f"sample.{codec}.{comp}", tracepack.dumps(doc, codec=codec, compression=comp)))
     return out
