@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -114,6 +114,15 @@ dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary (torch 2.13; 
 
 dictionary-check: $(TORCH_STAMP) ## Fail unless retraining reproduces the shipped dictionary byte for byte
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check
+
+# Not part of test/CI: the corpus needs executorch ($(ET_VENV)); training runs in the project's environment.
+executorch-dictionary: ## Retrain the built-in ExecuTorch zstd dictionary (corpus made in $(ET_VENV); docs/dictionaries.md)
+	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
+	$(BIN)/python scripts/executorch/train_dictionary.py
+
+executorch-dictionary-check: ## Fail unless the ExecuTorch corpus retrains into the shipped dictionary byte for byte
+	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
+	$(BIN)/python scripts/executorch/train_dictionary.py --check
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

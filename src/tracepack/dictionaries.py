@@ -26,8 +26,11 @@ __all__ = [
     "BUILTIN",
     "DEFAULT",
     "TRAINING",
+    "EXECUTORCH",
+    "EXECUTORCH_TRAINING",
     "DictionarySpec",
     "by_id",
+    "default_for",
     "compression_dict",
     "describe",
     "dictionary_path",
@@ -86,14 +89,37 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         doc="retrained on schema 1.2 payloads (typed signature, interned extension strings); 512 KiB, k=2048",
         trained_at="the commit releasing schema 1.2",
     ),
+    # ExecuTorch dictionaries are numbered from 0x54504B20 (torch.export ones count up from 0x54504B01).
+    DictionarySpec(
+        name="executorch-edge-1",
+        dict_id=0x54504B20,
+        file="executorch-edge-1.dict",
+        sha256="ca6dc0b2a8e508fdd0b41f5150b11b25f669277708e5e2191888b2041ac4a9f5",
+        size=512 * 1024,
+        k=4096,
+        doc="ExecuTorch 1.5.1 ETRecord methods (scripts/executorch/dictionary_corpus.py), MessagePack and columnar",
+        trained_at="the commit adding it (dictionary_corpus.py run with executorch 1.5.1, torch 2.13.0)",
+    ),
 )
-#: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest).
-TRAINING: Final = BUILTIN[-1]
+#: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
+TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-")][-1]
 #: The dictionary writers use for torch documents unless told otherwise.
 DEFAULT: Final = TRAINING.name
+#: The dictionary ``scripts/executorch/train_dictionary.py`` writes (the newest ExecuTorch one).
+EXECUTORCH_TRAINING: Final = [d for d in BUILTIN if d.name.startswith("executorch-")][-1]
+#: The dictionary writers use for ExecuTorch documents (an ETRecord's methods).
+EXECUTORCH: Final = EXECUTORCH_TRAINING.name
 
 _BY_ID: Final = {d.dict_id: d for d in BUILTIN}
 _BY_NAME: Final = {d.name: d for d in BUILTIN}
+
+
+def default_for(doc: object) -> str:
+    """The built-in dictionary a writer uses for ``doc`` by default: :data:`EXECUTORCH` for a method of
+    an ETRecord (it has an ``executorch/...`` extension), else :data:`DEFAULT`."""
+    raw = getattr(doc, "raw", None)
+    names = (getattr(e, "name", "") for e in getattr(raw, "extensions", None) or ())
+    return EXECUTORCH if any(n.startswith("executorch/") for n in names) else DEFAULT
 
 
 def dictionary_path(spec: DictionarySpec) -> Path:

@@ -84,7 +84,7 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
             doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
         torch_input = not is_tpk
         if torch_input and args.zstd_dict is None and args.compression == "zstd":
-            zdict = dictionaries.get(dictionaries.DEFAULT)  # built in: readers need no file
+            zdict = dictionaries.get(dictionaries.default_for(doc))  # built in: readers need no file
         codecs = [args.codec] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
         version = parse_version(args.to_version)
         best: tuple[bytes, str] | None = None
