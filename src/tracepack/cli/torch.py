@@ -53,8 +53,10 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """``tracepack upgrade OLD.pt2 NEW.pt2``: a program any torch release wrote, for today's torch."""
-    from tracepack.torch.upgrade import upgrade_pt2
+    from tracepack.torch.upgrade import upgrade_pt2, upgrade_pt2_file
 
+    if args.src != "-" and args.dst != "-":
+        return _run_files(args, lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync))
     return _run(args, lambda data: upgrade_pt2(data, source=display(args.src)))
 
 
@@ -95,6 +97,7 @@ def register(sub: Any) -> None:
     g = sub.add_parser("upgrade", help="rewrite a .pt2 of any torch release (2.1+) for the installed torch")
     g.add_argument("src", help="a .pt2 written by torch 2.1 or later (either archive layout; - for stdin)")
     g.add_argument("dst", help="output .pt2 (written atomically; - for stdout) that torch.export.load reads")
+    _add_no_fsync(g)
     add_force(g)
     add_json(g)
     g.set_defaults(func=cmd_upgrade)

@@ -32,7 +32,7 @@ import zipfile
 import zlib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from tracepack.errors import LegacyFormatError
 from tracepack.io import limits
@@ -44,6 +44,7 @@ __all__ = [
     "ZIP_ERRORS",
     "Archive",
     "ArchiveWriter",
+    "FileSlice",
     "Member",
     "open_archive",
     "open_archive_file",
@@ -203,6 +204,18 @@ class Archive:
         except MEMBER_ERRORS as exc:
             raise LegacyFormatError(f"cannot read member: {exc}", source=f"{self.source}:{name}") from None
 
+    def member_file(self, name: str) -> IO[bytes]:
+        """A stored member as a read-only file of its own (a zip inside the zip, such as the
+        ``torch.save`` archive a legacy weights member is), read in place, never copied: a
+        :class:`FileSlice` of the archive's file. A compressed member is a LegacyFormatError."""
+        info = self.info(name)
+        where = f"{self.source}:{name}"
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            raise LegacyFormatError("the member is compressed or encrypted", source=where, expected="a stored member")
+        if info.compress_size != info.file_size:
+            raise LegacyFormatError(f"stored member of {info.file_size} bytes holds {info.compress_size}", source=where)
+        return cast(IO[bytes], FileSlice(self._fp, self.raw_data_offset(info), info.file_size))
+
     _owned: IO[bytes] | None = None
 
     def close(self) -> None:
@@ -215,6 +228,49 @@ class Archive:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class FileSlice(io.RawIOBase):
+    """Bytes ``start`` to ``start + size`` of the binary file ``base``, as a seekable read-only file.
+
+    Reads go to ``base`` (which must stay open); :func:`_copy_bytes` copies from it by the kernel,
+    at ``slice_start`` + the slice's own offset."""
+
+    def __init__(self, base: IO[bytes], start: int, size: int) -> None:
+        super().__init__()
+        self._base = base
+        self.slice_start = start
+        self._size = size
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._base.fileno()
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._pos = base + offset
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        n = max(0, min(len(view), self._size - self._pos))
+        if n == 0:
+            return 0
+        self._base.seek(self.slice_start + self._pos)
+        got = self._base.readinto(view[:n])  # type: ignore[attr-defined]
+        self._pos += got or 0
+        return got or 0
 
 
 def open_archive(data: bytes | bytearray | memoryview, *, source: str) -> Archive:
@@ -374,15 +430,16 @@ _RAW_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_
 def _copy_bytes(src: IO[bytes], src_at: int, dst: IO[bytes], dst_at: int, count: int, *, where: str) -> None:
     """Copy ``count`` bytes between files: in the kernel where possible, else 1 MiB at a time."""
     done = 0
+    base = getattr(src, "slice_start", 0)  # a FileSlice: its offsets are the file's minus its start
     src_fd = _fileno(src)
     dst_fd = _fileno(dst)
     if src_fd is not None and dst_fd is not None and hasattr(os, "copy_file_range"):
         if hasattr(os, "posix_fadvise"):  # as cp does: read ahead hard (an uncached source reads faster)
             with contextlib.suppress(OSError):
-                os.posix_fadvise(src_fd, src_at, count, os.POSIX_FADV_SEQUENTIAL)
+                os.posix_fadvise(src_fd, base + src_at, count, os.POSIX_FADV_SEQUENTIAL)
         try:
             while done < count:
-                n = os.copy_file_range(src_fd, dst_fd, count - done, src_at + done, dst_at + done)
+                n = os.copy_file_range(src_fd, dst_fd, count - done, base + src_at + done, dst_at + done)
                 if n == 0:
                     break
                 done += n

@@ -13,12 +13,27 @@ and cannot read the flat archives of torch 2.1-2.7 once their schema is old. Her
    (never a full unpickle: a file that needs one is refused, naming the member);
 5. torch's own deserializer builds the ``ExportedProgram``.
 
-:func:`load_upgraded` returns it; :func:`upgrade_file` (``tracepack upgrade OLD NEW``) saves it
-with ``torch.export.save``, a file today's torch loads with ``torch.export.load``.
+:func:`load_upgraded` returns it.
+
+``tracepack upgrade OLD NEW`` (:func:`upgrade_file`, :func:`upgrade_pt2`) writes a file today's
+torch loads with ``torch.export.load``. A ``<top>/models/`` archive (torch 2.8+) is **streamed**:
+only its program members are rewritten (steps 1-3), every weight, constant and sample-input
+member is copied raw (by the kernel where it can), so memory follows the graph, not the weights.
+torch 2.8 kept a program's weights (and constants) as one ``torch.save`` archive,
+``data/weights/<model>.pt``, which torch 2.9+ still reads, but only whole into memory, with a
+warning ("You are loading weight from the legacy format") and, if ``weights_only`` fails, by a
+full unpickle. The upgrade rewrites it as torch 2.9+'s ``torch.export.save`` does: one
+``weight_<n>`` member per storage (the storage's bytes, copied raw from inside the nested archive)
+and ``<model>_weights_config.json`` (dtype, sizes, strides, offset of each tensor), read from the
+nested ``data.pkl`` by torch's ``weights_only`` unpickler with every storage on the ``meta``
+device (no tensor data is read). A flat archive (torch 2.1-2.7) is rebuilt by torch instead: its
+program is loaded (steps 1-5) and saved with ``torch.export.save``, which holds the weights in
+memory (``through_torch=True`` does that for any archive).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import json
@@ -28,8 +43,9 @@ from typing import IO, Any
 import msgspec
 
 from tracepack.errors import LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io import guard
 from tracepack.io.files import read_input
-from tracepack.io.zip import Archive, open_archive, open_archive_file
+from tracepack.io.zip import Archive, ArchiveWriter, Member, open_archive, open_archive_file
 from tracepack.torch.export import layouts
 from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
 from tracepack.torch.export.upgrade import upgrade_program
@@ -42,6 +58,7 @@ __all__ = [
     "needs_upgrade",
     "upgrade_file",
     "upgrade_pt2",
+    "upgrade_pt2_file",
 ]
 
 
@@ -300,9 +317,17 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
     return deserialize(serialized, state_dict, constants, example_inputs, source=where)
 
 
-def upgrade_pt2(data: bytes, *, source: str) -> bytes:
-    """The ``.pt2`` ``data`` (any torch release's) rewritten with ``torch.export.save`` by the
-    installed torch: a file its ``torch.export.load`` reads."""
+def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False) -> bytes:
+    """The ``.pt2`` ``data`` (any torch release's) upgraded for the installed torch: a file its
+    ``torch.export.load`` reads. A ``<top>/models/`` archive is rewritten member by member (see
+    the module docstring); a flat one, or any with ``through_torch``, is loaded and saved again
+    with ``torch.export.save``."""
+    if not through_torch:
+        with open_archive(data, source=source) as archive:
+            if layouts.layout_of(archive) == "package":
+                out = io.BytesIO()
+                _write_streamed(archive, out)
+                return out.getvalue()
     program = load_upgraded(data, source=source)
     buffer = io.BytesIO()
     _torch().export.save(program, buffer)
@@ -310,8 +335,158 @@ def upgrade_pt2(data: bytes, *, source: str) -> bytes:
 
 
 def upgrade_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-    """:func:`upgrade_pt2` from file ``src`` to file ``dst`` (written atomically)."""
-    from tracepack.container import atomic_write
+    """:func:`upgrade_pt2_file` (kept for callers of the earlier name)."""
+    upgrade_pt2_file(src, dst)
 
-    name = os.fspath(src)
-    atomic_write(os.fspath(dst), upgrade_pt2(read_input(name), source=name))
+
+def upgrade_pt2_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    overwrite: bool = True,
+    durable: bool = True,
+    source: str | None = None,
+    through_torch: bool = False,
+) -> tuple[int, int]:
+    """:func:`upgrade_pt2` from file to file (written atomically, synced unless ``durable=False``);
+    returns (input, output) bytes. A ``<top>/models/`` archive of any size is streamed: its
+    weights are copied raw, never read into memory."""
+    from tracepack.io.files import atomic_output
+
+    name = source or os.fspath(src)
+    with open_archive_file(src, source=name) as archive:
+        if not through_torch and layouts.layout_of(archive) == "package":
+            with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
+                _write_streamed(archive, f)
+                size = f.tell()
+            return os.stat(src).st_size, size
+    out = upgrade_pt2(read_input(name), source=name, through_torch=True)
+    with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
+        f.write(out)
+    return os.stat(src).st_size, len(out)
+
+
+# -- the streamed upgrade of a <top>/models/ archive ----------------------------------------------
+
+_WEIGHTS = ("weights", "weight_", "{}_weights_config.json")
+_CONSTANTS = ("constants", "tensor_", "{}_constants_config.json")
+
+
+def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
+    """Write ``archive`` (a ``<top>/models/`` one) upgraded to ``out``: programs upgraded, torch
+    2.8's legacy weight and constant archives rewritten as storages + config, the rest raw."""
+    from tracepack.torch import pt2
+
+    programs = pt2._check_pt2(archive)
+    merged = pt2._merged_programs(archive) if pt2.is_packed(archive) else {}
+    drop = {pt2._tpk_name(archive, model) for _, model in programs}
+    names = set(archive.names())
+    replace: dict[str, bytes] = {}
+    for member, _ in programs:
+        where = f"{archive.source}:{member}"
+        raw = merged.get(member)
+        if raw is None:
+            raw = archive.read(member, limit=pt2.MAX_PROGRAM_BYTES)
+        with guard.reading(where, LegacyFormatError):
+            try:
+                program = json.loads(raw)
+            except ValueError as exc:
+                raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
+        if type(program) is not dict:
+            raise LegacyFormatError("the program is not a JSON object", source=where)
+        replace[member] = json.dumps(_upgraded(program, where=where)).encode()
+    with contextlib.ExitStack() as stack:
+        legacy: dict[str, list[tuple[str, Archive | None, str | bytes]]] = {}
+        for _, model in programs:
+            for kind in (_WEIGHTS, _CONSTANTS):
+                name = layouts.side_member(archive, f"data/{kind[0]}/", f"{model}.pt")
+                if name in names:
+                    legacy[name] = _legacy_payload(archive, stack, name, model, kind)
+        with ArchiveWriter(out) as w:
+            for m in archive.members:
+                if m.name in drop:
+                    continue
+                if m.name in replace:
+                    w.add(m, replace[m.name])
+                elif m.name in legacy:
+                    for new, nested, what in legacy[m.name]:
+                        if nested is None:
+                            w.add(Member(new, m.date_time, m.external_attr, 0), bytes(what))  # type: ignore[arg-type]
+                        else:
+                            w.copy(nested, str(what), Member(new, m.date_time, m.external_attr, 0))
+                else:
+                    w.copy(archive, m.name, m)
+
+
+def _legacy_payload(
+    archive: Archive, stack: contextlib.ExitStack, name: str, model: str, kind: tuple[str, str, str]
+) -> list[tuple[str, Archive | None, str | bytes]]:
+    """torch 2.8's ``data/<kind>/<model>.pt`` (a ``torch.save`` archive of a dict of tensors) as
+    torch 2.9+ writes it: ``(new member, nested archive, storage member)`` for every storage, then
+    ``(config member, None, JSON)``. Only the nested ``data.pkl`` is read, by torch's
+    ``weights_only`` unpickler with every storage on the ``meta`` device."""
+    torch = _torch()
+    unpickling: Any = importlib.import_module("torch._weights_only_unpickler")
+    schema: Any = importlib.import_module("torch._export.serde.schema")
+    serialize: Any = importlib.import_module("torch._export.serde.serialize")
+
+    where = f"{archive.source}:{name}"
+    nested = stack.enter_context(Archive(archive.member_file(name), source=where))
+    top = nested.top
+    if top is None or f"{top}/data.pkl" not in nested.names():
+        raise LegacyFormatError("not a torch.save archive", source=where, expected="<name>/data.pkl")
+    if f"{top}/byteorder" in nested.names() and nested.read(f"{top}/byteorder", limit=16) != b"little":
+        raise LegacyFormatError("the weights are not little-endian", source=where, expected="byteorder little")
+    storages: dict[int, tuple[str, str, int]] = {}  # StorageImpl -> (key, location, bytes)
+    by_key: dict[str, Any] = {}
+
+    def persistent_load(saved_id: Any) -> Any:
+        if type(saved_id) is not tuple or len(saved_id) != 5 or saved_id[0] != "storage":
+            raise ValueError(f"unexpected persistent id {str(saved_id)[:80]}")
+        _, storage_type, key, location, numel = saved_id
+        typed = by_key.get(str(key))
+        if typed is None:
+            dtype = torch.uint8 if storage_type is torch.UntypedStorage else storage_type.dtype
+            nbytes = int(numel) * torch._utils._element_size(dtype)
+            untyped = torch.UntypedStorage(nbytes, device="meta")
+            storages[untyped._cdata] = (str(key), str(location), nbytes)
+            typed = by_key[str(key)] = torch.storage.TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
+        return typed
+
+    pickled = nested.read(f"{top}/data.pkl", limit=256 << 20)
+    try:
+        unpickler = unpickling.Unpickler(io.BytesIO(pickled), encoding="utf-8")
+        unpickler.persistent_load = persistent_load
+        tensors = unpickler.load()
+    except Exception as exc:  # torch raises UnpicklingError/RuntimeError with long texts
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsafePickleError(
+            f"cannot be read with torch's weights_only unpickler: {first}", source=f"{where}:{top}/data.pkl"
+        ) from None
+    if type(tensors) is not dict or not all(type(k) is str and isinstance(v, torch.Tensor) for k, v in tensors.items()):
+        raise LegacyFormatError("not a dict of tensors", source=f"{where}:{top}/data.pkl")
+    folder, prefix, config_name = kind
+    files: dict[str, str] = {}  # storage key -> new member's path name
+    out: list[tuple[str, Archive | None, str | bytes]] = []
+    config: dict[str, Any] = {}
+    for fqn, tensor in tensors.items():
+        key, location, nbytes = storages[tensor.untyped_storage()._cdata]
+        path_name = files.get(key)
+        if path_name is None:
+            path_name = files[key] = f"{prefix}{len(files)}"
+            record = f"{top}/data/{key}"
+            size = nested.info(record).file_size
+            if size != nbytes:
+                raise LegacyFormatError(
+                    f"storage of {size} bytes, its tensors need {nbytes}", source=f"{where}:{record}"
+                )
+            out.append((layouts.side_member(archive, f"data/{folder}/", path_name), nested, record))
+        meta = serialize.serialize_tensor_meta(tensor)
+        device = torch.device(location)
+        meta.device = schema.Device(type=device.type, index=device.index)
+        config[fqn] = schema.PayloadMeta(
+            path_name=path_name, is_param=isinstance(tensor, torch.nn.Parameter), use_pickle=False, tensor_meta=meta
+        )
+    text = json.dumps(serialize._dataclass_to_dict(schema.PayloadConfig(config=config))).encode()
+    out.append((layouts.side_member(archive, f"data/{folder}/", config_name.format(model)), None, text))
+    return out
