@@ -186,3 +186,77 @@ def test_model_json_nesting_and_integers_name_the_file_and_the_budget() -> None:
     with limits.raised(max_int_digits=6000), pytest.raises(LegacyFormatError) as err:
         import_model_json(big, source="big.json")  # parsed now; refused as over 64 bits
     assert "max_int_digits" not in str(err.value)
+
+
+def _deep_model_json(levels: int) -> bytes:
+    return MODEL_JSON.read_bytes().replace(
+        b'"graph_module": {', b'"deep": ' + b"[" * levels + b"]" * levels + b', "graph_module": {', 1
+    )
+
+
+def _cli_cases(tmp_path: Path, sample: Document) -> list[tuple[list[str], str, str]]:
+    """(command line, the budget it goes past by default, the --limit that lets it through)."""
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(_deep_model_json(2000))
+    digits = tmp_path / "digits.json"
+    digits.write_bytes(
+        MODEL_JSON.read_bytes().replace(b'"graph_module": {', b'"n": ' + b"7" * 5000 + b', "graph_module": {', 1)
+    )
+    tpk = tmp_path / "m.tpk"
+    tracepack.dump(sample, tpk)
+    out = str(tmp_path / "out")
+    size = len(tracepack.dumps(sample, compression="none"))
+    return [
+        (["convert", str(deep), out + "1.tpk"], "max_depth", "max_depth=5000"),
+        (["convert", str(digits), out + "2.tpk"], "max_int_digits", "max_int_digits=6K"),
+        (["inspect", str(tpk), "--limit", "max_decompressed=1K"], "max_decompressed", f"max_decompressed={size}"),
+        (["convert", str(MODEL_JSON), out + "3.tpk", "--limit", "max_input=64K"], "max_input", "max_input=1M"),
+        (["expand", str(tpk), out + "4.json", "--limit", "max_rendered=4K"], "max_rendered", "max_rendered=256MiB"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_every_budget_has_a_cli_flag(
+    case: int, sample: Document, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over a budget: exit 2, one line naming the budget and the flag that raises it; with the flag: exit 0."""
+    argv, budget, setting = _cli_cases(tmp_path, sample)[case]
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line
+    assert budget in line
+    assert f"--limit {budget}=N" in line
+    if budget == "max_int_digits":  # parsed now, and refused as what no schema field holds (64 bits)
+        assert main([*argv, "--limit", setting]) == 2
+        assert "does not fit in 64 bits" in capsys.readouterr().err
+        return
+    assert main([*argv, "--limit", setting]) == 0  # the later --limit of the same budget wins
+
+
+def test_limit_values_and_names() -> None:
+    assert limits.parse_setting("max_decompressed=16G") == ("max_decompressed", 16 << 30)
+    assert limits.parse_setting("depth=5_000") == ("max_depth", 5000)
+    assert limits.parse_setting("max-pickle-objects=100M") == ("max_pickle_objects", 100 << 20)
+    assert limits.parse_setting("max_input=64KiB") == ("max_input", 64 << 10)
+    assert limits.parse_setting("ratio_floor=1mb") == ("ratio_floor", 1 << 20)
+    for bad in (
+        "max_depth",
+        "max_dept=5",
+        "max_depth=",
+        "max_depth=-1",
+        "max_depth=0",
+        "max_depth=1.5G",
+        "max_depth=5X",
+    ):
+        with pytest.raises(ValueError, match=r"not a budget|not a size|at least 1"):
+            limits.parse_setting(bad)
+
+
+def test_a_bad_limit_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(MODEL_JSON), "--limit", "max_dept=5"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == (
+        "tracepack: --limit: 'max_dept' is not a budget (did you mean 'max_depth', 'max_input', 'max_rendered'?); "
+        "expected NAME=VALUE, NAME one of max_decompressed, max_ratio, ratio_floor, max_pickle_objects, "
+        "max_input, max_rendered, max_depth, max_int_digits"
+    )

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tracepack.cli._common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, load_any
+from tracepack.cli._common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, add_limit, limit_settings, load_any
 from tracepack.errors import TracepackError, UsageError, did_you_mean
 
 __all__ = ["COMMAND_MODULES", "build_parser", "load_any", "main"]
@@ -70,6 +70,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     owner = COMMAND_OWNERS.get(command or "")
     for name in COMMAND_MODULES if owner is None else (owner,):
         importlib.import_module(name).register(sub)
+    for command_parser in sub.choices.values():
+        add_limit(command_parser)
     return p
 
 
@@ -83,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
         from tracepack.io import limits
 
-        with limits.rendering():  # one command: one max_rendered total for all the text it renders
+        # --limit NAME=VALUE raises a budget for this command; one max_rendered total for all it renders
+        with limits.raised(**limit_settings(args)), limits.rendering():
             return int(args.func(args))
     except TracepackError as exc:
         print(f"tracepack: {exc}", file=sys.stderr)

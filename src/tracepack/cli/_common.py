@@ -46,6 +46,33 @@ def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON (machine-readable)")
 
 
+def add_limit(p: argparse.ArgumentParser) -> None:
+    """``--limit NAME=VALUE`` (every command): raise one budget of :mod:`tracepack.io.limits`."""
+    p.add_argument(
+        "--limit",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="raise a budget for a trusted input, e.g. max_decompressed=16G or max_depth=5000 (repeatable; "
+        "names: max_decompressed, max_ratio, ratio_floor, max_pickle_objects, max_input, max_rendered, "
+        "max_depth, max_int_digits; sizes take K, M, G, T)",
+    )
+
+
+def limit_settings(args: argparse.Namespace) -> dict[str, int]:
+    """The budgets ``--limit`` asked for (a UsageError naming the flag for a bad one)."""
+    from tracepack.io import limits
+
+    out: dict[str, int] = {}
+    for text in getattr(args, "limit", None) or []:
+        try:
+            name, value = limits.parse_setting(text)
+        except ValueError as exc:
+            raise UsageError(str(exc), where="--limit") from None
+        out[name] = value
+    return out
+
+
 def check_output(path: str, *, force: bool) -> None:
     """Refuse to replace an existing ``path`` without ``--force`` (before any work is done)."""
     if path == STDIO:

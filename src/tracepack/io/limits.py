@@ -45,6 +45,11 @@ max_int_digits            4,300          digits of one integer in text (Python's
 ========================  =============  ==============================================================
 
 The data-only pickle reader has its own ``PickleLimits.max_depth`` and ``max_int_bytes``.
+
+On the command line every command takes ``--limit NAME=VALUE`` (repeatable) for the same
+budgets: ``tracepack convert huge.tpk out.json --limit max_decompressed=16G --limit max_depth=5000``.
+A value is a whole number, ``_`` allowed between digits, with an optional binary suffix ``K``,
+``M``, ``G`` or ``T`` (x1024 each, ``KiB``/``KB`` spelled out too). :func:`parse_setting` reads one.
 """
 
 from __future__ import annotations
@@ -56,7 +61,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT", "Limits", "current", "hint", "raised", "ratio_exceeded", "rendered", "rendering"]
+__all__ = [
+    "DEFAULT",
+    "NAMES",
+    "Limits",
+    "current",
+    "hint",
+    "parse_setting",
+    "parse_value",
+    "raised",
+    "ratio_exceeded",
+    "rendered",
+    "rendering",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +98,9 @@ class Limits:
 
 #: The budgets in force unless a caller raises them.
 DEFAULT: Final = Limits()
+#: Every budget's name, as ``--limit NAME=VALUE`` and :func:`raised` take it.
+NAMES: Final = tuple(f.name for f in dataclasses.fields(Limits))
+_SUFFIXES: Final = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 _CURRENT: ContextVar[Limits] = ContextVar("tracepack_limits", default=DEFAULT)
 #: Characters rendered so far in the current :func:`rendering` call (a one-item list), or None.
 _RENDERED: ContextVar[list[int] | None] = ContextVar("tracepack_rendered", default=None)
@@ -109,8 +129,39 @@ def ratio_exceeded(out_size: int, in_size: int, limits: Limits | None = None) ->
 
 
 def hint(name: str) -> str:
-    """How to raise the budget ``name`` (the tail of an over-budget error message)."""
-    return f"or raise tracepack.io.limits {name} (with limits.raised({name}=...))"
+    """How to raise the budget ``name`` (the tail of an over-budget error message): the command
+    line's flag and the Python call."""
+    return f"or raise the {name} budget (command line: --limit {name}=N; Python: limits.raised({name}=...))"
+
+
+def parse_value(text: str) -> int:
+    """A budget's value: ``16G``, ``512M``, ``1_000_000``, ``64KiB`` (binary suffixes, x1024 each)."""
+    word = text.strip().replace("_", "")
+    upper = word.upper().removesuffix("IB").removesuffix("B") if word[-1:].isalpha() else word
+    digits, suffix = (upper[:-1], upper[-1]) if upper[-1:].isalpha() else (upper, "")
+    if not digits.isdigit() or not digits.isascii() or suffix not in _SUFFIXES or len(digits) > 30:
+        raise ValueError(f"{text!r} is not a size: a whole number with an optional K, M, G or T suffix (x1024)")
+    value = int(digits) << _SUFFIXES[suffix]
+    if value < 1:
+        raise ValueError(f"{text!r}: a budget is at least 1")
+    return value
+
+
+def parse_setting(text: str) -> tuple[str, int]:
+    """``NAME=VALUE`` (``--limit``'s argument) as a budget name and its value; ``-`` in the name
+    reads as ``_`` and the ``max_`` prefix may be left out. A ValueError says what is wrong."""
+    name, sep, value = text.partition("=")
+    key = name.strip().replace("-", "_")
+    if key not in NAMES and f"max_{key}" in NAMES:
+        key = f"max_{key}"
+    if not sep or key not in NAMES:
+        from tracepack.errors import did_you_mean
+
+        raise ValueError(
+            f"{name if sep else text!r} is not a budget{did_you_mean(key, NAMES)}; "
+            f"expected NAME=VALUE, NAME one of {', '.join(NAMES)}"
+        )
+    return key, parse_value(value)
 
 
 @contextlib.contextmanager
