@@ -621,7 +621,7 @@ class LazyDocument(ModuleRendering):
         self._ref("modules", module, "modules", "module")
         known = self._module_paths
         out = []
-        start = module
+        rows = []
         while module not in known:
             up = parent[module]
             if up >= module:
@@ -639,12 +639,39 @@ class LazyDocument(ModuleRendering):
                     s(method[module], "method", module) if method else "",
                 )
             )
+            rows.append(module)
             module = up
         out.reverse()
         walked = known[module] + tuple(out)
         if len(known) < 1 << 16:  # bounded: a hostile file cannot make this cache grow without end
-            known[start] = walked
+            # The rows walked through are kept too (their siblings then walk one row), for paths of a
+            # usual depth: each is a slice of the walk.
+            depth = len(walked)
+            for j, row in enumerate(rows if len(rows) <= 32 else rows[:1]):
+                known[row] = walked[: depth - j]
         return list(walked)
+
+    def _module_row(self, module: int) -> tuple[int, str, str, str]:
+        """``(parent, key, type, method)`` of module-trie row ``module`` (the path column is not read):
+        what :meth:`module_hierarchy` needs to render a row from its parent's text."""
+        self._live()
+        t = self._cols["modules"]
+        if not 0 <= module < self._rows["modules"]:
+            self._ref("modules", module, "modules", "module")
+        up = t["parent"][module]
+        if up >= module:
+            raise IntegrityError(
+                f"row {module} has parent {up}, which is not an earlier row (a cycle or a forward reference)",
+                source=self.path,
+                where=f"$.modules.parent[{module}]",
+                expected=f"a parent below {module}",
+            )
+        decoded, method = self._decoded, t["method"]
+        k, ty = t["key"][module], t["type"][module]
+        key = decoded.get(k) or self._string(k, f"$.modules.key[{module}]")
+        typ = decoded.get(ty) or self._string(ty, f"$.modules.type[{module}]")
+        meth = (decoded.get(me := method[module]) or self._string(me, f"$.modules.method[{module}]")) if method else ""
+        return up, key, typ, meth
 
     def source_text(self, source: int) -> str:
         """The full text of TorchScript source ``source``."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NamedTuple
 
@@ -380,7 +381,8 @@ class ModuleRendering:
 
     def _checked_modules(self, module: int) -> list[ModuleKey]:
         entries = self.modules(module)
-        size = sum(len(e.key) + len(e.path) + len(e.type) + len(e.method) + 8 for e in entries)
+        # Every field of every entry (ModuleKey is a tuple of four strings), and separators.
+        size = sum(map(len, chain.from_iterable(entries))) + 8 * len(entries)
         check_rendered(size, "the module path", source=getattr(self, "path", None), where=f"$.modules[{module}]")
         return entries
 
@@ -395,8 +397,42 @@ class ModuleRendering:
         """Render module-trie row ``module`` in TorchScript's ``TOP(C)::forward...`` form."""
         text = self._module_cache.get((module, 1))
         if text is None:
-            text = self._module_cache[(module, 1)] = render_module_hierarchy(self._checked_modules(module))
+            text = self._hierarchy_from_parent(module)
+            if text is None:
+                text = self._module_cache[(module, 1)] = render_module_hierarchy(self._checked_modules(module))
         return charge_rendered(text, source=getattr(self, "path", None), where=lambda: f"$.modules[{module}]")
+
+    def _module_row(self, module: int) -> tuple[int, str, str, str] | None:
+        """``(parent, key, type, method)`` of module-trie row ``module`` (parent below the row), for a
+        reader that reads one row cheaply (the lazy one); None to render from the whole path."""
+        return None
+
+    #: The most rows :meth:`_hierarchy_from_parent` renders in one call (a deeper walk renders the path).
+    _ROWS_FROM_PARENT: Final = 8
+
+    def _hierarchy_from_parent(self, module: int) -> str | None:
+        """Row ``module``'s hierarchy as its parent's text and one entry (``render_module_hierarchy``
+        joins the entries with ``.``), parents rendered and cached the same way: a row whose parent
+        was rendered costs one entry, not its whole path. None when the reader gives no rows or the
+        rows to render pass :data:`_ROWS_FROM_PARENT`. The texts built in one call count together
+        against ``max_rendered`` (as the whole path's text does)."""
+        cache = self._module_cache
+        pending: list[tuple[int, str]] = []
+        row = module
+        while row and (row, 1) not in cache:
+            got = self._module_row(row)
+            if got is None or len(pending) == self._ROWS_FROM_PARENT:
+                return None
+            parent, key, typ, method = got
+            pending.append((row, f"{key}({typ})::{method}" if method else f"{key}({typ})"))
+            row = parent
+        text = cache[(row, 1)] if row else ""
+        built = 0
+        for r, entry in reversed(pending):
+            built += len(text) + len(entry) + 1 if text else len(entry)
+            check_rendered(built, "the module path", source=getattr(self, "path", None), where=f"$.modules[{r}]")
+            text = cache[(r, 1)] = f"{text}.{entry}" if text else entry
+        return text
 
 
 class ProvenanceRenderer:
