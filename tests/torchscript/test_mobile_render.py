@@ -255,3 +255,44 @@ def test_a_chain_too_deep_is_refused_not_expanded() -> None:
         table.handles[1]
     value["handles"]["call"] = [MAX_CALL_DEPTH] * 100
     assert len(decode_table(value, lambda i: SourceRange("", None, 0, 0, 0)).handles[1].calls) == MAX_CALL_DEPTH
+
+
+def _with_data_pkl(tmp_path: Path, data: bytes | None) -> Path:
+    """The mobile sample with its data.pkl replaced by ``data`` (left out when None)."""
+    import zipfile
+
+    out = tmp_path / "damaged.ptl"
+    with zipfile.ZipFile(MOBILE) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if info.filename.endswith("/data.pkl"):
+                if data is None:
+                    continue
+                dst.writestr(info, data)
+            else:
+                dst.writestr(info, src.read(info))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [(b"\x80\x02not a pickle", "its data.pkl could not be read"), (None, "it has no data.pkl")],
+    ids=["unreadable", "missing"],
+)
+def test_a_ptl_whose_data_pkl_cannot_be_read_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes | None, reason: str
+) -> None:
+    """Not "predates": the .tpk is current, what is missing is the archive's data.pkl."""
+    ptl = _with_data_pkl(tmp_path, data)
+    model = tmp_path / "model.tpk"
+    assert main(["convert", str(ptl), str(model), "--codec", "flatbuffers", "--compression", "none"]) == 0
+    for artifact in (model, ptl):
+        capsys.readouterr()
+        assert main(["symbolicate", str(artifact), "--handle", "5"]) == 0
+        out = capsys.readouterr().out
+        assert "Module hierarchy:TOP(TinyLM)::forward.embed(Embedding)::forward" in out  # tracepack's form
+        assert f"note: torch's exact text is not available: when the archive was imported, {reason}" in out
+        assert "predates" not in out
+        assert main(["symbolicate", str(artifact), "--handle", "5", "--json"]) == 0
+        (answer,) = json.loads(capsys.readouterr().out)["references"][0]["answers"]
+        assert answer["runtime_text"] is None
+        assert reason in answer["runtime_note"]

@@ -78,6 +78,10 @@ def open_artifact(path: str, *, methods: list[str] | None = None) -> list[Symbol
         return [Symbolicator(pte.pte_document(program, m, source=path), source=f"{path}:{m}") for m in wanted]
     doc = read_document(data, source=path)
     if data[:4] == b"PK\x03\x04" and doc.raw.debug_handles.handle:  # a lite-interpreter archive
+        if doc.extension("torchscript/mobile-render") is None:
+            # The import could not read what torch's text needs (its data.pkl): the handles are answered
+            # in tracepack's form, and the note says why (the archive extension keeps the reason).
+            return [Symbolicator(doc, source=path)]
         render = importlib.import_module("tracepack.torch.torchscript.render")
         table = render.LiteDebugTable.from_archive(data, source=path)
         return [Symbolicator(doc, source=path, lite_table=table)]

@@ -291,8 +291,18 @@ class Symbolicator:
     @property
     def runtime_note(self) -> str | None:
         """For a TorchScript archive's document that cannot print torch's own text: how to get it."""
-        if self._lite() is not None or self.doc.extension(TORCHSCRIPT_EXTENSION) is None:
+        archive = self.doc.extension(TORCHSCRIPT_EXTENSION)
+        if self._lite() is not None or archive is None:
             return None
+        try:
+            reason = json.loads(archive).get("no_mobile_render")
+        except (ValueError, AttributeError):
+            reason = None
+        if isinstance(reason, str):
+            return (
+                f"torch's exact text is not available: when the archive was imported, {reason}; "
+                "shown in tracepack's form instead"
+            )
         return (
             "this .tpk predates torch's exact text (no torchscript/mobile-render extension): convert the "
             "full .ptl again (tracepack convert app.ptl app.tpk) or symbolicate with the .ptl"

@@ -194,12 +194,15 @@ def import_torchscript(archive: Archive) -> Document:
             numbering[path] = list(pkl.sources)
         b.add_debug_file(path, rows, legacy=pkl.form is DebugPklForm.LEGACY)
     types: set[str] = set()
+    no_render = None
     if cmap is not None:
         _add_debug_handles(b, cmap, handles, by_tag, types)
         from tracepack.torch.torchscript.mobile_render import add_render_extension
 
-        add_render_extension(b, archive, pkls.values(), cmap, handles)  # torch's exact text, from the .tpk
+        no_render = add_render_extension(b, archive, pkls.values(), cmap, handles)  # torch's exact text
     ext: dict[str, Any] = {"top": archive.top}
+    if no_render is not None:
+        ext["no_mobile_render"] = no_render  # why torch's exact text cannot be given (symbolicate says so)
     if handles is not None:
         ext["bytecode_version"] = handles.bytecode_version
         ext["functions"] = [[f.name, list(f.handles)] for f in handles.functions]

@@ -288,19 +288,25 @@ def add_render_extension(
     debug_pkls: Iterable[DebugPkl],
     callstack_debug_map: CallstackDebugMap,
     mobile_debug_handles: MobileDebugHandles | None,
-) -> None:
-    """Add the ``torchscript/mobile-render`` extension for a lite-interpreter archive being imported
-    (nothing when ``data.pkl`` is missing, not a pickle or names no module type: torch could not load
-    the file either)."""
+) -> str | None:
+    """Add the ``torchscript/mobile-render`` extension for a lite-interpreter archive being imported.
+
+    Nothing is added when ``data.pkl`` is missing, not a pickle or names no module type (torch could
+    not load the file either; the debug info is still imported, only torch's exact text is not
+    available): the reason is returned, for the archive's extension to say so."""
     types: list[str] = []
+    found = False
     for member in archive.names():
         if archive.relative(member) == "data.pkl":
+            found = True
             try:
                 types = class_globals(archive.read(member, limit=_MAX_DATA_PKL), source=f"{archive.source}:data.pkl")
-            except LegacyFormatError:
-                return  # the debug info is still imported; only torch's exact text is not available
+            except LegacyFormatError as exc:
+                return f"its data.pkl could not be read ({exc.problem})"
+    if not found:
+        return "it has no data.pkl (the module types torch's text names)"
     if not types:
-        return
+        return "its data.pkl names no module type"
     top = types[0]
     table = LiteDebugTable.from_members(
         top_type=top,
@@ -313,6 +319,7 @@ def add_render_extension(
         RENDER_EXTENSION,
         encode_table(table, lambda r: b.source_range(b.source(r.text, r.filename, r.starting_line), r.start, r.end)),
     )
+    return None
 
 
 def _range_reader(doc: Any) -> Callable[[int], SourceRange]:
