@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -10,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tracepack
+from tests.columnar.forms_spec import forms_columns, reference_forms, split_form
 from tests.columnar.helpers import pack, payload_of, unforms
 from tests.strategies import documents
 from tracepack.codecs import columnar
@@ -110,3 +114,43 @@ def test_plain_strings_writes_what_builds_before_forms_wrote() -> None:
         before = payload_of(doc.raw, CURRENT)["columns"]["$.strings[]"]
     assert before == [columnar.PLAIN, doc.raw.strings]
     assert payload_of(doc.raw, CURRENT)["columns"]["$.strings[]"][0] == columnar.FORMS
+
+
+@given(forms_columns())
+def test_the_writer_gives_what_the_documented_encoding_gives(values: list[str]) -> None:
+    expected = reference_forms(values)
+    assert columnar._forms(values) == expected
+    if expected is not None:
+        assert unforms("$.t[]", expected, len(values)) == values
+
+
+def test_split_form_follows_the_documented_clauses() -> None:
+    assert split_form("add_7") == ("add_", 7, "")
+    assert split_form("mul_126;method_descriptor.mul") == ("mul_", 126, ";method_descriptor.mul")
+    assert split_form("blocks.3.attn") == ("blocks.", 3, ".attn")
+    assert split_form("a0123b") == ("a0", 123, "b")  # no leading zero
+    assert split_form("a000") == ("a00", 0, "")
+    assert split_form("x" + "1" * 20) == ("x11", 10**18 // 9, "")  # at most 18 digits
+    assert split_form("٣") is None  # ASCII digits only
+    assert split_form("add 7") is None
+    assert split_form("p" * 251 + "123456") is None  # more than 256 characters
+    assert split_form("p" * 250 + "123456") == ("p" * 250, 123456, "")
+
+
+_TRANSFORMER_STRINGS = Path(__file__).resolve().parents[1] / "data" / "columnar" / "transformer_strings.json"
+#: sha256 of the ``$.strings[]`` column written for the strings of ``tests/data/torch/corpus/transformer.pt2``
+#: (saved in tests/data/columnar): the bytes written since the forms encoding, which files and the
+#: dictionary torch-export-3 hold. A change of the writer must keep them.
+_TRANSFORMER_COLUMN = "615b80a29522bfeda93501b62b5630b4801b35acd30f935849e4ccea1f163aa5"
+
+
+def test_a_real_string_table_is_written_as_before() -> None:
+    strings = json.loads(_TRANSFORMER_STRINGS.read_text(encoding="utf-8"))
+    assert len(strings) > 500
+    w = columnar._Writer()
+    w.put("$.strings[]", strings, strings=True)
+    encoding, data = w.columns["$.strings[]"]
+    assert encoding == columnar.FORMS
+    assert hashlib.sha256(bytes(data)).hexdigest() == _TRANSFORMER_COLUMN
+    assert msgspec.msgpack.decode(bytes(data)) == reference_forms(strings)
+    assert unforms("$.strings[]", reference_forms(strings), len(strings)) == strings

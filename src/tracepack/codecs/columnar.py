@@ -58,6 +58,7 @@ version with :func:`msgspec.inspect.type_info`: there is no per-version code.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import enum
 import inspect
@@ -210,41 +211,46 @@ class _Reader:
         if any(map(out.__getitem__, rows)):
             j = next(j for j, row in enumerate(rows) if out[row])
             raise self.error(path, f"form {j}: row {rows[j]} also holds a literal", expected="an empty literal")
-        taken = set(rows)
+        # The affixes' checks run once per distinct literal: a form row is found in the ascending rows.
+        width = len(literals)
+        used_prefixes, used_suffixes = set(prefixes), set(suffixes)
         if (
-            max(prefixes) >= len(literals)
-            or max(suffixes) >= len(literals)
-            or not taken.isdisjoint(prefixes)
-            or (not taken.isdisjoint(suffixes))
+            max(used_prefixes) >= width
+            or max(used_suffixes) >= width
+            or any(map(_in_ascending, itertools.repeat(rows), used_prefixes | used_suffixes))
         ):
+            taken = set(rows)
             j = next(
                 j
                 for j, (p, q) in enumerate(zip(prefixes, suffixes, strict=True))
-                if p >= len(literals) or q >= len(literals) or p in taken or q in taken
+                if p >= width or q >= width or p in taken or q in taken
             )
             raise self.error(
                 path, f"form {j} refers to literals {prefixes[j]} and {suffixes[j]}", expected="literal rows, not forms"
             )
-        lengths = list(map(len, literals))
-        if max(map(lengths.__getitem__, prefixes)) + max(map(lengths.__getitem__, suffixes)) > _FORM_AFFIX_MAX:
+        longest = max(map(len, map(literals.__getitem__, used_prefixes)))
+        if longest + max(map(len, map(literals.__getitem__, used_suffixes))) > _FORM_AFFIX_MAX:
             for j, (p, q) in enumerate(zip(prefixes, suffixes, strict=True)):
-                if lengths[p] + lengths[q] > _FORM_AFFIX_MAX:
+                if len(literals[p]) + len(literals[q]) > _FORM_AFFIX_MAX:
                     raise self.error(
                         path, f"form {j}: prefix and suffix are too long", expected=f"<= {_FORM_AFFIX_MAX}"
                     )
-        numbers = []
+        # One pass: each number from the last one with its prefix and suffix, and its string. Numbers
+        # are bounded by the residuals (int64) times the forms, so the strings stay short; a number out
+        # of range fails the column before the strings are returned.
+        numbers: list[int] = []
+        append = numbers.append
         last: dict[int, int] = {}
-        width = len(literals)
-        for p, q, residual in zip(prefixes, suffixes, residuals, strict=True):
+        get = last.get
+        for row, p, q, residual in zip(rows, prefixes, suffixes, residuals, strict=True):
             key = p * width + q
-            number = last.get(key, -1) + 1 + residual
+            number = get(key, -1) + 1 + residual
             last[key] = number
-            numbers.append(number)
+            append(number)
+            out[row] = f"{literals[p]}{number}{literals[q]}"
         if min(numbers) < 0 or max(numbers) >= _FORM_NUMBER_LIMIT:
             j = next(j for j, v in enumerate(numbers) if not 0 <= v < _FORM_NUMBER_LIMIT)
             raise self.error(path, f"form {j} has number {numbers[j]}", expected=f"0..{_FORM_NUMBER_LIMIT - 1}")
-        for row, p, number, q in zip(rows, prefixes, numbers, suffixes, strict=True):
-            out[row] = f"{literals[p]}{number}{literals[q]}"
         return out
 
     def bounds(self, path: str, values: list[int], lo: int | None, hi: int | None) -> None:
@@ -266,6 +272,12 @@ class _Reader:
                 f"{n} rows without a stored column",
                 expected=f"at most {self.limit} (one per byte of the payload)",
             )
+
+
+def _in_ascending(values: list[int], value: int) -> bool:
+    """Whether ``value`` is one of the strictly ascending ``values``."""
+    i = bisect.bisect_left(values, value)
+    return i < len(values) and values[i] == value
 
 
 def _range(lo: int | None, hi: int | None) -> str:
