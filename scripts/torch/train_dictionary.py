@@ -46,10 +46,6 @@ from tracepack.dictionaries import TRAINING, dictionary_path  # noqa: E402
 from tracepack.torch.export.model_json import import_model_json  # noqa: E402
 
 CACHE = REPO_ROOT / ".bench" / "dictionary-corpus"
-#: Codecs whose payloads the dictionary learns (every codec a torch document is written with).
-CODECS = ("columnar", "msgpack", "flatbuffers", "json")
-
-
 #: A strict export's ``nn_module_stack`` keys and ``from_node`` graph ids are Python object ids, and
 #: its targets print function addresses (``<function relu at 0x7f...>``): memory addresses, different
 #: on every run. Each distinct one becomes ``140000000000000 + n`` / ``0x7f0000000000 + n`` (first
@@ -94,7 +90,7 @@ def samples(programs: list[bytes]) -> list[bytes]:
     out = []
     for data in programs:
         doc = import_model_json(data)
-        for codec in CODECS:
+        for codec in TRAINING.codecs:
             out.append(tracepack.dumps(doc, codec=codec, compression="none")[HEADER_SIZE:])
     return out
 

@@ -54,6 +54,9 @@ class DictionarySpec:
     d: int = 8
     f: int = 20
     doc: str = ""
+    #: The codecs whose payloads of each training program are the samples, in order; a codec named
+    #: twice weighs twice (zstd's trainer keeps what recurs across samples).
+    codecs: tuple[str, ...] = ("columnar", "msgpack", "flatbuffers", "json")
     #: The commit whose importer and codecs made the training samples: ``make dictionary-check``
     #: reproduces the file byte for byte there (later changes to either change the samples).
     trained_at: str = ""
@@ -99,6 +102,18 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         k=4096,
         doc="ExecuTorch 1.5.1 ETRecord methods (scripts/executorch/dictionary_corpus.py), MessagePack and columnar",
         trained_at="the commit adding it (dictionary_corpus.py run with executorch 1.5.1, torch 2.13.0)",
+    ),
+    DictionarySpec(
+        name="torch-export-4",
+        dict_id=0x54504B04,
+        file="torch-export-4.dict",
+        sha256="8219b4196957ed8e5009bdd090a57c02ee17380bd97afbbfb0f9c8881b50d23a",
+        size=512 * 1024,
+        k=1024,
+        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers"),
+        doc="retrained once torch.export imports group their string table by field; columnar and MessagePack "
+        "payloads weigh twice, FlatBuffers once, JSON not at all; 512 KiB, k=1024",
+        trained_at="the commit adding it",
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).

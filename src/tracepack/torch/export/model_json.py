@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from tracepack import interned_json, program_tables
+from tracepack import interned_json, program_tables, string_order
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
@@ -44,6 +44,11 @@ def _release_key(release: str) -> tuple[int, ...]:
 
 PROGRAM_EXTENSION = program_tables.PROGRAM_EXTENSION
 NODES_EXTENSION = "torch.export/nodes"
+#: Programs of at most this many nodes get their string table grouped by field
+#: (:func:`tracepack.string_order.group_strings`): on the size ladder that makes the best codec +
+#: zstd -19 + dictionary 7-10% smaller from 8 to 133 nodes; from about 450 nodes on the import's
+#: interleaved order compresses as well or better (1-6%) and grouping would slow the import.
+GROUP_STRINGS_MAX_NODES = 300
 #: The schema majors torch releases wrote (3, 4 and 6 lived only between releases).
 SUPPORTED_MAJORS = tuple(sorted({int(v.split(".")[0]) for v in RELEASE_SCHEMA.values()}))
 _RELEASES = f"torch {min(RELEASE_SCHEMA, key=_release_key)}-{max(RELEASE_SCHEMA, key=_release_key)}"
@@ -429,6 +434,8 @@ class _Importer:
         self._check(doc, layout)
         doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
         _share(doc.raw)
+        if len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
+            return Document(string_order.group_strings(doc.raw, doc.version))
         return doc
 
     def _skeleton(self, graph: dict[str, Any], *, nested: bool = False) -> dict[str, Any]:
