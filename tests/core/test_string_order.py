@@ -15,7 +15,6 @@ from tracepack import dictionaries, string_order
 from tracepack.codecs import msgpack as mpc
 from tracepack.document import Document
 from tracepack.plain import to_plain
-from tracepack.torch.export import model_json
 from tracepack.torch.export.model_json import export_model_json, import_model_json
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch"
@@ -46,11 +45,10 @@ def _model_json(name: str) -> bytes:
 
 
 @pytest.mark.parametrize("name", ["transformer.pt2", "dynamic.pt2", "cond.pt2"])
-def test_torch_import_groups_strings(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torch_import_groups_strings(name: str) -> None:
     data = _model_json(name)
     grouped = import_model_json(data)
-    monkeypatch.setattr(model_json.string_order, "group_strings", lambda raw, version: raw)
-    interned = import_model_json(data)
+    interned = import_model_json(data, group_strings=False)
     assert grouped.raw.strings != interned.raw.strings
     assert to_plain(grouped) == to_plain(interned)
     assert export_model_json(tracepack.loads(tracepack.dumps(grouped, codec="columnar"))) == data

@@ -390,11 +390,11 @@ def import_etrecord(
             # The handles stored once, as integers (not one string per node); kept only when the
             # program still comes back byte for byte.
             text, handles, at = lifted
-            doc = import_model_json(text, source=where)
+            doc = import_model_json(text, source=where, group_strings=False)
             if len(doc) == len(handles) or len(doc) >= max(handles) + 1:
                 candidate = with_handles(doc, lifted=(handles, at), **options)
                 if export_model_json(restore_debug_handles(candidate)) == bytes(program):
                     out[name] = candidate
                     continue
-        out[name] = with_handles(import_model_json(program, source=where), **options)
+        out[name] = with_handles(import_model_json(program, source=where, group_strings=False), **options)
     return out

@@ -266,8 +266,13 @@ def _is_graph(graph: Any) -> bool:
     )
 
 
-def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Document:
+def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_strings: bool = True) -> Document:
     """Convert a torch.export ``model.json`` into a Document (no torch needed).
+
+    With ``group_strings`` (a program of at most :data:`GROUP_STRINGS_MAX_NODES` nodes), the string
+    table comes grouped by field (:func:`tracepack.string_order.group_strings`), the order the
+    ``torch-export-4`` dictionary was trained on; ETRecord methods keep the import's own order, which
+    ``executorch-edge-1`` was trained on.
 
     Every schema major a torch release wrote is read (:data:`SUPPORTED_MAJORS`).
     Graphs nested in node arguments (``torch.cond``, ``map``)
@@ -288,6 +293,8 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>") -> Doc
             # Nested graphs and PR #121675 file tables are checked as a whole; keep them as JSON if they
             # do not come back exactly (every node is still checked on its own).
             doc = _Importer(obj, structured=False).run()
+    if group_strings and len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
+        return Document(string_order.group_strings(doc.raw, doc.version))
     return doc
 
 
@@ -434,8 +441,6 @@ class _Importer:
         self._check(doc, layout)
         doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
         _share(doc.raw)
-        if len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
-            return Document(string_order.group_strings(doc.raw, doc.version))
         return doc
 
     def _skeleton(self, graph: dict[str, Any], *, nested: bool = False) -> dict[str, Any]:
