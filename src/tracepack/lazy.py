@@ -53,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import accumulate
 from types import ModuleType, SimpleNamespace, TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -81,9 +81,14 @@ from tracepack.traces import (
     render_frames_checked,
 )
 
-__all__ = ["LazyDocument", "LazyNode", "open", "trace"]
+if TYPE_CHECKING:
+    from tracepack.codecs import fbcolumns
 
-_CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers --compression none`"
+__all__ = ["LAZY_CODECS", "LazyDocument", "LazyNode", "open", "trace"]
+
+_CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers-columns --compression none`"
+#: The codecs :func:`open` reads: the FlatBuffers row layout (id 2) and column layout (id 4).
+LAZY_CODECS: Final = ("flatbuffers", "flatbuffers-columns")
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
@@ -163,7 +168,7 @@ class _Strings(Sequence[str]):
         self._doc = doc
 
     def __len__(self) -> int:
-        return len(self._doc._string_offsets)
+        return self._doc._rows["strings"]
 
     def __getitem__(self, i: Any) -> Any:
         n = len(self)
@@ -252,7 +257,7 @@ class LazyDocument(ModuleRendering):
         self._mm = _snapshot(src)
         whole = self._view(memoryview(self._mm))
         header = self.container = read_header(whole[:HEADER_SIZE], source=src)
-        if header.codec != "flatbuffers" or header.compression != "none":
+        if header.codec not in LAZY_CODECS or header.compression != "none":
             raise UsageError(
                 f"lazy access needs an uncompressed FlatBuffers file, this one is {header.codec} "
                 f"with compression {header.compression}; {_CONVERT_HINT}",
@@ -265,12 +270,16 @@ class LazyDocument(ModuleRendering):
         body, side = split(self._payload)
         self._views += [body] if side is None else [body, side]
         r = self._r = rt.Reader(body, budget=1 << 62)
+        self._cl: fbcolumns.RandomAccess | None = None
         try:
-            self._open_tables(r, header)
-        except _MALFORMED as exc:
-            raise self._newer(_decode_error(exc, src, "$")) from None
+            if header.codec == "flatbuffers-columns":
+                self._open_columns(body, header)
+            else:
+                self._open_tables(r, header)
         except DecodeError as exc:
             raise self._newer(exc) from None
+        except _MALFORMED as exc:
+            raise self._newer(_decode_error(exc, src, "$")) from None
         self._by_name: memoryview | None = None
         if side is not None:
             by_name = read_side_index(side)
@@ -307,6 +316,63 @@ class LazyDocument(ModuleRendering):
             self.header = fb.DECODERS["Header"](r, rt.need(doc[dslot["header"]]))
         except rt.Bad as exc:
             raise rt.bad(exc, ".header") from None
+        self._check_header(header)
+        # The string table: its offsets as a zero-copy uint32 view.
+        self._string_offsets, self._strings_at = self._u32_vector(r, doc[dslot["strings"]], ".strings")
+        self._rows: dict[str, int] = {"strings": len(self._string_offsets)}
+        self._check_strings()
+        # Columnar tables: every column a zero-copy typed view, lengths checked once here.
+        self._cols: dict[str, dict[str, memoryview]] = {}
+        for name, (struct_name, _row_column, optional) in fb.TABLES.items():
+            spec = specs[struct_name]
+            at = doc[dslot[name]]
+            try:
+                v = None if optional and not at else r.fields(rt.need(at), spec)
+                cols: dict[str, memoryview] = {}
+                for col, (code, _role) in fb.COLUMNS[struct_name].items():
+                    pos = v[spec.slots[col]] if v is not None else 0
+                    cols[col] = self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
+            except rt.Bad as exc:
+                raise rt.bad(exc, f".{name}") from None
+            self._add_table(name, cols, v is not None)
+        self._add_missing_columns()
+        # The graph: node table offsets as a zero-copy view.
+        graph = r.fields(rt.need(doc[dslot["graph"]]), specs["Graph"])
+        gslot = specs["Graph"].slots
+        nodes_at = graph[gslot["nodes"]]
+        if nodes_at:
+            self._node_offsets, self._nodes_at = self._u32_vector(r, nodes_at, ".graph.nodes")
+        else:
+            self._node_offsets, self._nodes_at = self._view(memoryview(b"").cast("I")), 0
+        self._node_count = len(self._node_offsets)
+        self._extensions_at: int = doc[dslot["extensions"]]
+        self._extension_cache: dict[str, Any] | None = None
+        self._node_spec = specs["Node"]
+        self._nslot = self._node_spec.slots
+
+    def _open_columns(self, body: memoryview, header: ContainerHeader) -> None:
+        """The FlatBuffers column layout: the directory, the header, each table's columns as views."""
+        from tracepack.codecs import fbcolumns
+
+        cl = self._cl = fbcolumns.RandomAccess(body, self._version, self.path)
+        self.header = cl.field("header")
+        self._check_header(header)
+        self._rows = {"strings": cl.string_count}
+        self._check_strings()
+        self._cols = {}
+        for name, (struct_name, _row_column, optional) in self._fb.TABLES.items():
+            present = cl.present(name) if optional else True
+            cols = {}
+            for col, (code, _role) in self._fb.COLUMNS[struct_name].items():
+                view = cl.table_column(name, col) if present else None
+                cols[col] = self._view(view if view is not None else memoryview(b"").cast(code))
+            self._add_table(name, cols, present)
+        self._add_missing_columns()
+        self._node_count = cl.node_count
+        self._extension_cache = None
+        self._nslot = {}
+
+    def _check_header(self, header: ContainerHeader) -> None:
         if self.header.magic != "tracepack":
             raise DecodeError(
                 f"payload magic is {self.header.magic!r}",
@@ -322,62 +388,42 @@ class LazyDocument(ModuleRendering):
                 source=self.path,
                 where="$.header.version",
             )
-        # The string table: its offsets as a zero-copy uint32 view.
-        self._string_offsets, self._strings_at = self._u32_vector(r, doc[dslot["strings"]], ".strings")
-        self._rows: dict[str, int] = {"strings": len(self._string_offsets)}
-        if not self._string_offsets or self._string(0, "$.strings") != "":
+
+    def _check_strings(self) -> None:
+        if not self._rows["strings"] or self._string(0, "$.strings") != "":
             raise IntegrityError(
                 "string 0 is not the empty string", source=self.path, where="$.strings[0]", expected='""'
             )
-        # Columnar tables: every column a zero-copy typed view, lengths checked once here.
-        self._cols: dict[str, dict[str, memoryview]] = {}
+
+    def _add_table(self, name: str, cols: dict[str, memoryview], present: bool) -> None:
+        """Check a table's columns against its row count and keep them."""
+        fb = self._fb
+        struct_name, row_column, _optional = fb.TABLES[name]
         targets = {ref for ref, _, _ in fb.REFS.values()}
-        for name, (struct_name, row_column, optional) in fb.TABLES.items():
-            spec = specs[struct_name]
-            at = doc[dslot[name]]
-            try:
-                v = None if optional and not at else r.fields(rt.need(at), spec)
-                cols: dict[str, memoryview] = {}
-                for col, (code, _role) in fb.COLUMNS[struct_name].items():
-                    pos = v[spec.slots[col]] if v is not None else 0
-                    cols[col] = self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
-            except rt.Bad as exc:
-                raise rt.bad(exc, f".{name}") from None
-            rows = len(cols[row_column])
-            for col, (_code, role) in fb.COLUMNS[struct_name].items():
-                got = len(cols[col])
-                if role != "pool" and got != rows and not (role == "sparse" and got == 0):
-                    raise IntegrityError(
-                        f"column has {got} entries but the table has {rows} rows",
-                        source=self.path,
-                        where=f"$.{name}.{col}",
-                        expected=f"{rows} entries" + (" or none" if role == "sparse" else ""),
-                    )
-            if name in targets and rows < 1 and v is not None:  # an absent optional table: nothing may refer to it
+        rows = len(cols[row_column])
+        for col, (_code, role) in fb.COLUMNS[struct_name].items():
+            got = len(cols[col])
+            if role != "pool" and got != rows and not (role == "sparse" and got == 0):
                 raise IntegrityError(
-                    "table has no rows", source=self.path, where=f"$.{name}", expected="row 0, the reserved empty entry"
+                    f"column has {got} entries but the table has {rows} rows",
+                    source=self.path,
+                    where=f"$.{name}.{col}",
+                    expected=f"{rows} entries" + (" or none" if role == "sparse" else ""),
                 )
-            self._cols[name] = cols
-            self._rows[name] = rows
+        if name in targets and rows < 1 and present:  # an absent optional table: nothing may refer to it
+            raise IntegrityError(
+                "table has no rows", source=self.path, where=f"$.{name}", expected="row 0, the reserved empty entry"
+            )
+        self._cols[name] = cols
+        self._rows[name] = rows
+
+    def _add_missing_columns(self) -> None:
         # What the current model has and the file's version does not (minor versions only add sparse
         # columns and optional tables, schema rules 1 and 11) reads as empty, as load() migrates it.
         for name, col, code in _added_columns(self._version):
             self._cols.setdefault(name, {})[col] = self._view(memoryview(b"").cast(code))  # type: ignore[call-overload]
             self._rows.setdefault(name, 0)
         self._source_starts: list[int] | None = None
-        # The graph: node table offsets as a zero-copy view.
-        graph = r.fields(rt.need(doc[dslot["graph"]]), specs["Graph"])
-        gslot = specs["Graph"].slots
-        nodes_at = graph[gslot["nodes"]]
-        if nodes_at:
-            self._node_offsets, self._nodes_at = self._u32_vector(r, nodes_at, ".graph.nodes")
-        else:
-            self._node_offsets, self._nodes_at = self._view(memoryview(b"").cast("I")), 0
-        self._node_count = len(self._node_offsets)
-        self._extensions_at: int = doc[dslot["extensions"]]
-        self._extension_cache: dict[str, Any] | None = None
-        self._node_spec = specs["Node"]
-        self._nslot = self._node_spec.slots
 
     def _u32_vector(self, r: rt.Reader, pos: int, where: str) -> tuple[memoryview, int]:
         try:
@@ -450,6 +496,8 @@ class LazyDocument(ModuleRendering):
     def _string_bytes(self, i: int, where: str) -> memoryview:
         if not 0 <= i < self._rows["strings"]:
             self._ref("strings", i, "strings", where)
+        if self._cl is not None:
+            return self._cl.raw_bytes("$.strings[]", i)
         r = self._r
         at = self._strings_at + 4 * i + self._string_offsets[i]
         size = r.u32(at) if not 0 <= at <= r.n - 4 else _U32.unpack_from(r.mv, at)[0]  # r.u32 raises
@@ -481,6 +529,24 @@ class LazyDocument(ModuleRendering):
             return self._r.fields(at, self._node_spec)
         except _MALFORMED as exc:
             raise self._fail(exc, f"$.graph.nodes[{i}]") from None
+
+    def _column_value(self, i: int, name: str, default: Any = None) -> Any:
+        """Field ``name`` of node ``i`` in the column layout."""
+        self._live()
+        try:
+            return self._cl.node_value(i, name, default)  # type: ignore[union-attr]
+        except DecodeError as exc:
+            raise self._newer(exc) from None
+        except _MALFORMED as exc:
+            raise self._fail(exc, f"$.graph.nodes[{i}].{name}") from None
+
+    def _column_ints(self, i: int, name: str) -> list[int]:
+        """List field ``name`` of node ``i`` in the column layout."""
+        self._live()
+        try:
+            return self._cl.node_ints(i, name)  # type: ignore[union-attr]
+        except DecodeError as exc:
+            raise self._newer(exc) from None
 
     def columns(self, table: str) -> dict[str, memoryview]:
         """The columns of a debug-info table (``"stacks"``, ``"frames"``...) as zero-copy typed views.
@@ -522,9 +588,11 @@ class LazyDocument(ModuleRendering):
         return self.nodes()
 
     def _name_of(self, i: int) -> bytes:
-        v = self._node_fields(i)
+        cl = self._cl
+        v = self._node_fields(i) if cl is None else None
         try:
-            return bytes(self._string_bytes(v[self._nslot["name"]], f"$.graph.nodes[{i}].name"))
+            name = cl.node_value(i, "name") if v is None else v[self._nslot["name"]]  # type: ignore[union-attr]
+            return bytes(self._string_bytes(name, f"$.graph.nodes[{i}].name"))
         except _MALFORMED as exc:
             raise self._fail(exc, f"$.graph.nodes[{i}].name") from None
 
@@ -550,7 +618,9 @@ class LazyDocument(ModuleRendering):
         if lo < n:
             j = order[lo]
             if j < n and self._name_of(j) == key:
-                return int(j)
+                # The column layout: a damaged name column may repeat a name the index does not know
+                # of; the last node of that name is the answer, as in tracepack.Document.
+                return int(j) if self._cl is None else self._cl.last_named_alike(int(j))
         return None
 
     # -- debug info -------------------------------------------------------------------------
@@ -817,7 +887,15 @@ class LazyDocument(ModuleRendering):
         self._live()
         if self._extension_cache is None:
             found: dict[str, Any] = {}
-            if self._extensions_at:
+            if self._cl is not None:
+                try:
+                    for ext in self._cl.field("extensions"):
+                        found.setdefault(ext.name, ext)
+                except _MALFORMED as exc:
+                    raise self._fail(exc, "$.extensions") from None
+                except DecodeError as exc:
+                    raise self._newer(exc) from None
+            elif self._extensions_at:
                 try:
                     for p in self._r.tables(self._extensions_at):
                         ext = self._fb.DECODERS["Extension"](self._r, p)
@@ -869,6 +947,9 @@ class LazyNode:
         return self._v
 
     def _slot(self, name: str) -> Any:
+        cl = self._doc._cl
+        if cl is not None:
+            return self._doc._column_value(self.index, name)
         return self._fields()[self._doc._nslot[name]]
 
     def _ref(self, field: str, table: str) -> int:
@@ -899,10 +980,13 @@ class LazyNode:
 
     def _meta_columns(self) -> tuple[list[int], list[int]]:
         d = self._doc
-        keys_at, values_at = self._slot("meta_keys"), self._slot("meta_values")
         try:
-            keys = d._r.scalars(keys_at, "I") if keys_at else []
-            values = d._r.scalars(values_at, "q") if values_at else []
+            if d._cl is not None:
+                keys, values = d._column_ints(self.index, "meta_keys"), d._column_ints(self.index, "meta_values")
+            else:
+                keys_at, values_at = self._slot("meta_keys"), self._slot("meta_values")
+                keys = d._r.scalars(keys_at, "I") if keys_at else []
+                values = d._r.scalars(values_at, "q") if values_at else []
         except _MALFORMED as exc:
             raise d._fail(exc, self._where("meta_keys")) from None
         if len(keys) != len(values):
@@ -924,6 +1008,8 @@ class LazyNode:
     def _from_node_rows(self) -> list[int]:
         """The node's ``from_node`` provenance rows (none in a file of a version without them)."""
         d = self._doc
+        if d._cl is not None:
+            return d._column_ints(self.index, "from_node")
         slot = d._nslot.get("from_node")
         at = self._fields()[slot] if slot is not None else 0
         try:
@@ -933,8 +1019,11 @@ class LazyNode:
 
     def _lifted_at(self, keys: list[int]) -> int:
         """``from_node_meta_index``, checked against the metadata's length (-1: none lifted)."""
-        slot = self._doc._nslot.get("from_node_meta_index")
-        at: int = self._fields()[slot] if slot is not None else -1
+        if self._doc._cl is not None:
+            at: int = self._doc._column_value(self.index, "from_node_meta_index", -1)
+        else:
+            slot = self._doc._nslot.get("from_node_meta_index")
+            at = self._fields()[slot] if slot is not None else -1
         if not -1 <= at <= len(keys):
             raise IntegrityError(
                 f"from_node_meta_index {at} is outside the metadata ({len(keys)} keys)",
@@ -1036,9 +1125,13 @@ class LazyNode:
         """The node decoded whole, in the model of the file's version."""
         d = self._doc
         d._live()
-        at = d._nodes_at + 4 * self.index + d._node_offsets[self.index]
         try:
+            if d._cl is not None:
+                return d._cl.node(self.index)
+            at = d._nodes_at + 4 * self.index + d._node_offsets[self.index]
             return d._fb.DECODERS["Node"](d._r, at)
+        except DecodeError as exc:
+            raise d._newer(exc) from None
         except _MALFORMED as exc:
             raise d._fail(exc, self._where("")[:-1]) from None
 

@@ -1,8 +1,9 @@
 """Where a document's bytes go: encoded and compressed bytes per table and per column.
 
 ``tracepack inspect`` shows these so users see what is left after interning and compression. For
-the columnar codec the columns are the file's own (one per path, ``$.graph.nodes[].stack``); for
-FlatBuffers they are each table's fields as FlatBuffers objects (a vector, a string, a table), each
+the columnar codec and the FlatBuffers column layout the columns are the file's own (one per path,
+``$.graph.nodes[].stack``; the column layout's values as they sit in its typed vectors); for the
+FlatBuffers row layout they are each table's fields as FlatBuffers objects (a vector, a string, a table), each
 written on its own by the version's generated writer; for the other codecs they are each table's
 fields (``lines.text``, ``graph.nodes``) encoded with MessagePack. Each column's compressed size is
 that column compressed *on its own* with zstd (level 19 by default, with the file's dictionary if it
@@ -73,6 +74,13 @@ def column_sizes(
         return out
     if codec == "flatbuffers":
         return _flatbuffers_columns(raw, version, packed)
+    if codec == "flatbuffers-columns":
+        from tracepack.codecs import fbcolumns
+
+        for path, data in fbcolumns.column_bytes(raw, version).items():
+            table, name = _table_of(path)
+            out.append(ColumnSize(table, name, len(data), packed(data)))
+        return out
     for table in raw.__struct_fields__:
         value = getattr(raw, table)
         fields = getattr(value, "__struct_fields__", None)

@@ -29,6 +29,8 @@ from tracepack.versions import CURRENT
 from .provenance_strategies import ProvenanceDocument, provenance_documents
 
 GOLDEN = Path(__file__).parent.parent / "golden"
+#: The FlatBuffers layouts tracepack.open reads: rows (codec id 2) and columns (codec id 4).
+LAYOUTS = ["flatbuffers", "flatbuffers-columns"]
 
 
 def _same_node(lz: lazy.LazyNode, node: tracepack.NodeView) -> None:
@@ -66,11 +68,12 @@ def _write(doc: tracepack.Document, path: Path, **kw: str) -> Path:
     return path
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=built_documents())
-def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path) -> None:
+def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path, layout: str) -> None:
     doc = built.doc
-    with tracepack.open(_write(doc, tmp_path / "doc.tpk")) as lz:
+    with tracepack.open(_write(doc, tmp_path / "doc.tpk", codec=layout)) as lz:
         _same_document(lz, doc)
         for name, meta in built.meta.items():
             assert lz.node(name).meta == meta
@@ -80,11 +83,14 @@ def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path) -> None:
         lz.verify()
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=provenance_documents())
-def test_lazy_equals_eager_with_provenance_and_end_lines(built: ProvenanceDocument, tmp_path: Path) -> None:
+def test_lazy_equals_eager_with_provenance_and_end_lines(
+    built: ProvenanceDocument, tmp_path: Path, layout: str
+) -> None:
     doc = built.doc
-    with tracepack.open(_write(doc, tmp_path / "doc.tpk")) as lz:
+    with tracepack.open(_write(doc, tmp_path / "doc.tpk", codec=layout)) as lz:
         _same_document(lz, doc)
         for name, meta in built.meta.items():
             node = lz.node(name)
@@ -111,9 +117,10 @@ def test_provenance_documents_use_what_they_test() -> None:
     assert all(seen.values()), seen
 
 
-def test_lazy_equals_eager_on_the_golden_files() -> None:
-    paths = sorted(GOLDEN.glob("*/flatbuffers.tpk"))
-    assert {p.parent.name for p in paths} >= {"1.0", "1.1"}
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_lazy_equals_eager_on_the_golden_files(layout: str) -> None:
+    paths = sorted(GOLDEN.glob(f"*/{layout}.tpk"))
+    assert {p.parent.name for p in paths} >= {"1.0", "1.1", "1.2"}
     for path in paths:
         doc = tracepack.load(path)
         with tracepack.open(path) as lz:
@@ -121,8 +128,9 @@ def test_lazy_equals_eager_on_the_golden_files() -> None:
             _same_document(lz, doc)
 
 
-def test_golden_1_1_features_read_lazily() -> None:
-    path = GOLDEN / "1.1" / "flatbuffers.tpk"
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_golden_1_1_features_read_lazily(layout: str) -> None:
+    path = GOLDEN / "1.1" / f"{layout}.tpk"
     doc = tracepack.load(path)
     with tracepack.open(path) as lz:
         lifted = [n for n in doc.nodes() if n.raw.from_node_meta_index >= 0]
@@ -139,8 +147,9 @@ def test_golden_1_1_features_read_lazily() -> None:
         assert lz.table_sizes()["provenance"] == len(doc.raw.provenance.name) > 1
 
 
-def test_a_1_0_file_answers_in_the_current_model() -> None:
-    path = GOLDEN / "1.0" / "flatbuffers.tpk"
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_1_0_file_answers_in_the_current_model(layout: str) -> None:
+    path = GOLDEN / "1.0" / f"{layout}.tpk"
     doc = tracepack.load(path)
     assert doc.source_version == (1, 0) != CURRENT
     with tracepack.open(path) as lz:
@@ -161,9 +170,10 @@ def test_a_1_0_file_answers_in_the_current_model() -> None:
         assert lz.node("verbatim").from_node == verbatim.from_node == verbatim.meta["from_node"]
 
 
-def test_lazy_equals_eager_on_a_large_corpus(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_lazy_equals_eager_on_a_large_corpus(tmp_path: Path, layout: str) -> None:
     doc = stacked_document(12_000)
-    path = _write(doc, tmp_path / "large.tpk")
+    path = _write(doc, tmp_path / "large.tpk", codec=layout)
     with tracepack.open(path, checksum=True) as lz:
         rng = random.Random(0)
         picks = [*range(50), *rng.sample(range(len(doc)), 300), len(doc) - 1]
@@ -181,13 +191,14 @@ def test_lazy_equals_eager_on_a_large_corpus(tmp_path: Path) -> None:
         assert a.stack_trace is b.stack_trace
 
 
-def test_api_details(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_api_details(tmp_path: Path, layout: str) -> None:
     b = tracepack.DocumentBuilder()
     b.add_node("a", "t1", stack_trace=[("m.py", 1, "f", "x")], meta={"k": "v"})
     b.add_node("b", "t2")
     b.add_debug_handle(5, op="add")
     doc = b.build()
-    path = _write(doc, tmp_path / "x.tpk")
+    path = _write(doc, tmp_path / "x.tpk", codec=layout)
     with tracepack.open(path) as lz:
         assert lz.node(-1).name == "b"
         assert lz["a"].target == "t1"
@@ -212,7 +223,7 @@ def test_api_details(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("codec", "compression"), [("msgpack", "none"), ("json", "zstd"), ("flatbuffers", "zstd")])
 def test_refuses_what_it_cannot_map(tmp_path: Path, codec: str, compression: str) -> None:
     path = _write(tracepack.DocumentBuilder().build(), tmp_path / "x.tpk", codec=codec, compression=compression)
-    with pytest.raises(UsageError, match="--codec flatbuffers --compression none") as err:
+    with pytest.raises(UsageError, match="--codec flatbuffers-columns --compression none") as err:
         tracepack.open(path)
     assert f"this one is {codec} with compression {compression}" in str(err.value)
 

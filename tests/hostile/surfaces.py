@@ -322,7 +322,7 @@ SURFACES: Final = {
                 s
                 for s in _tpk_seeds()
                 if ("flatbuffers" in s[0] and "zstd" not in s[0] and "none" in s[0])
-                or s[0].endswith("/flatbuffers.tpk")
+                or s[0].endswith(("/flatbuffers.tpk", "/flatbuffers-columns.tpk"))
             ],
             BYTES,
             _lazy,

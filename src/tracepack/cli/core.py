@@ -192,7 +192,7 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     columns = column_sizes(written_raw, header.codec, written, zstd_dict=zdict)
     compressed = table_sizes(columns)
     info["compressed_bytes"] = {t: c for t, (_, c) in compressed.items()}
-    if header.codec == "flatbuffers":  # the FlatBuffers bytes themselves, not a MessagePack stand-in
+    if header.codec in ("flatbuffers", "flatbuffers-columns"):  # the FlatBuffers bytes, not a MessagePack stand-in
         info["bytes"] = {t: b for t, (b, _) in compressed.items()}
     info["columns"] = [
         {"table": c.table, "column": c.column, "bytes": c.raw_bytes, "compressed_bytes": c.compressed_bytes}
@@ -212,7 +212,9 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         rows = sizes.get(table, "")
         packed = compressed.get(table, (0, 0))[1]
         print(f"  {table:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
-    what = {"columnar": "columns", "flatbuffers": "columns (FlatBuffers)"}.get(header.codec, "columns (MessagePack)")
+    what = {"columnar": "columns", "flatbuffers": "columns (FlatBuffers)", "flatbuffers-columns": "columns"}.get(
+        header.codec, "columns (MessagePack)"
+    )
     print(f"  (zstd-19: each table's {what} compressed on its own{', with the dictionary' if zdict else ''})")
     if args.columns:
         print(f"  {'column':<58} {'bytes':>10} {'zstd-19':>10}")
@@ -278,7 +280,9 @@ def _is_plain_flatbuffers(path: str) -> bool:
         header = read_header(head, source=path)
     except (OSError, TracepackError):
         return False  # the full reader reports what is wrong
-    return header.codec == "flatbuffers" and header.compression == "none"
+    from tracepack.lazy import LAZY_CODECS
+
+    return header.codec in LAZY_CODECS and header.compression == "none"
 
 
 def cmd_expand(args: argparse.Namespace) -> int:

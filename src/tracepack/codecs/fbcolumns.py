@@ -40,12 +40,15 @@ one-line :class:`~tracepack.errors.DecodeError` naming the column.
 from __future__ import annotations
 
 import enum
+import functools
 import gc
 import itertools
 import math
 import operator
+import re
 import struct
 import typing
+from array import array
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -57,7 +60,19 @@ from tracepack.codecs import flatbuffers as fbc
 from tracepack.errors import DecodeError, EncodeError
 from tracepack.versions import generated
 
-__all__ = ["FILE_IDENTIFIER", "KINDS", "KIND_NAMES", "LAYOUT", "ROOT_SPEC", "Directory", "decode", "encode"]
+__all__ = [
+    "FILE_IDENTIFIER",
+    "KINDS",
+    "KIND_NAMES",
+    "LAYOUT",
+    "ROOT_SPEC",
+    "TEXT_STEP",
+    "Directory",
+    "RandomAccess",
+    "column_bytes",
+    "decode",
+    "encode",
+]
 
 #: File identifier of the ``Columns`` buffer.
 FILE_IDENTIFIER: Final = b"TPKC"
@@ -70,11 +85,17 @@ KIND_NAMES: Final = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint3
 _TEXT: Final = 10
 _BLOB: Final = 11
 _U32_KIND: Final = 6
-#: The root table's slots: directory, then one vector per kind (``bool`` .. ``blob``).
+#: The root table's slots: directory, one vector per kind (``bool`` .. ``blob``), then ``text_index``.
 ROOT_SPEC: Final = rt.TableSpec(
-    "Columns", "IOOO" + "O" * len(KINDS), (0,) * (4 + len(KINDS)), ("layout", "paths", "kinds", "counts", *KIND_NAMES)
+    "Columns",
+    "IOOO" + "O" * len(KINDS) + "O",
+    (0,) * (5 + len(KINDS)),
+    ("layout", "paths", "kinds", "counts", *KIND_NAMES, "text_index"),
 )
 _FIRST: Final = 4
+_TEXT_INDEX: Final = _FIRST + len(KINDS)
+#: ``text_index[j]`` is where ``text`` value ``TEXT_STEP * j`` starts.
+TEXT_STEP: Final = 64
 #: Integer kinds, narrowest first: (kind number, lowest, highest).
 _INTS: Final = tuple(
     (
@@ -193,13 +214,20 @@ def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
         else:
             by_kind[kind] += values
     w = rt.Writer()
-    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * len(KINDS)
+    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * (len(KINDS) + 1)
     mask = 1
     # Back to front: the last slot's vector first, so the buffer reads in slot order.
+    data = b""
+    if text:
+        joined = "\0".join(text)
+        data = joined.encode("utf-8") + b"\0"
+        sizes = map(len, text) if len(data) == len(joined) + 1 else (len(t.encode("utf-8")) for t in text)
+        starts = itertools.accumulate(map((1).__add__, sizes), initial=0)
+        slots[_TEXT_INDEX] = w.scalars("I", list(itertools.islice(starts, 0, len(text), TEXT_STEP)))
     if blobs:
         slots[_FIRST + _BLOB] = w.bytes_(b"".join(blobs))
     if text:
-        slots[_FIRST + _TEXT] = w.bytes_("\0".join(text).encode("utf-8") + b"\0")
+        slots[_FIRST + _TEXT] = w.bytes_(data)
     for kind in range(_F64, -1, -1):
         if by_kind[kind]:
             slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
@@ -210,6 +238,26 @@ def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
         if at:
             mask |= 1 << i
     return w.finish(w.table(ROOT_SPEC, mask, tuple(slots)), FILE_IDENTIFIER)
+
+
+def column_bytes(raw: Any, version: tuple[int, int]) -> dict[str, bytes]:
+    """Each stored column's values as they sit in the payload (``tracepack inspect``): numbers at their
+    kind's width, text values with their NULs, blob values after their ``uint32`` lengths."""
+    s = _Shredder()
+    s.shred(col._plan(generated(version).model.Document), [raw])
+    out = {}
+    for path, (kind, values) in s.values.items():
+        if kind == _TEXT:
+            data = "".join(v + "\0" for v in values).encode("utf-8")
+        elif kind == _BLOB:
+            encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+            data = array("I", map(len, encoded)).tobytes() + b"".join(encoded)
+        elif kind == _BOOL:
+            data = bytes(map(bool, values))
+        else:
+            data = array(KINDS[kind], values).tobytes()
+        out[path] = data
+    return out
 
 
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
@@ -233,12 +281,14 @@ def encode(raw: Any, version: tuple[int, int]) -> bytes:
 class Directory:
     """The columns of a payload: each path's kind, first value in its kind's vector, and count.
 
+    ``text_index`` (optional: readers that jump use it, decoders ignore it) is a raw view.
+
     Every entry is checked against the vectors when the directory is read, so a column's values
     are always in bounds. ``vectors[kind]`` is the kind's vector as a typed zero-copy view
     (``bool``, ``text`` and ``blob``: bytes).
     """
 
-    __slots__ = ("entries", "source", "text_count", "vectors")
+    __slots__ = ("entries", "source", "text_count", "text_index", "vectors")
 
     def __init__(self, body: memoryview, source: str | None) -> None:
         self.source = source
@@ -256,6 +306,7 @@ class Directory:
             vectors.append(self._vector(r, v[_FIRST + kind], "B" if kind >= _TEXT or kind == _BOOL else code,
                                         KIND_NAMES[kind]))  # fmt: skip
         self.vectors = vectors
+        self.text_index = self._vector(r, v[_TEXT_INDEX], "I", "text_index")
         raw_paths = self._vector(r, v[1], "B", "paths")
         kinds = self._vector(r, v[2], "B", "kinds")
         counts = self._vector(r, v[3], "I", "counts")
@@ -348,6 +399,15 @@ def _make_check(item: Any) -> _Check:
 
 
 _BYTES: Final = col._decoder(bytes)
+_NUL: Final = re.compile(b"\\x00")
+
+
+@functools.cache
+def _skip(n: int) -> re.Pattern[bytes]:
+    """Matches ``n`` NUL-terminated values."""
+    return re.compile(b"(?:[^\\x00]*\\x00){%d}" % n)
+
+
 _FLOATS: Final = col._decoder(float)
 
 
@@ -376,6 +436,18 @@ class _Reader(col._Reader):
                 f"{len(texts)} values for the directory's {d.text_count}",
                 expected="one value per text column row",
             )
+        if len(d.text_index):  # what lazy readers jump with must be right: checked against the text itself
+            ascii_only = len(d.vectors[_TEXT]) == sum(map(len, texts)) + len(texts)
+            sizes = map(len, texts) if ascii_only else map(len, bytes(d.vectors[_TEXT]).split(b"\0"))
+            starts = itertools.accumulate(map((1).__add__, sizes), initial=0)
+            want = list(itertools.islice(starts, 0, len(texts), TEXT_STEP))
+            if d.text_index.tolist() != want:
+                j = next((j for j, (a, b) in enumerate(zip(d.text_index, want, strict=False)) if a != b), len(want))
+                raise self.error(
+                    "Columns.text_index",
+                    f"entry {j} of {len(d.text_index)} is not where text value {TEXT_STEP * j} starts",
+                    expected=f"{len(want)} entries, the start of every {TEXT_STEP}th value",
+                )
         self.texts = texts
         return texts
 
@@ -467,3 +539,319 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
     finally:
         if collecting:
             gc.enable()
+
+
+# -- random access (tracepack.lazy) ----------------------------------------------------------------
+
+
+class RandomAccess:
+    """One row at a time from a column-layout payload, every access checked: what :mod:`tracepack.lazy` reads.
+
+    Opening reads the directory (checked against the vectors) and finds where each ``text`` value
+    starts (one split of the text at C speed); rows are then read from the typed vectors directly.
+    A list's items start at the running sum of its ``#len`` column, computed once per column when
+    first needed; a union's (or optional value's) row in its variant is the count of its tag before
+    it (a C count over the tag column). Every index is checked against its column's length, every
+    value against the model (integer bounds, enum values, variant ids, UTF-8), and a list may not
+    ask for more rows than the payload has bytes: a damaged payload is a DecodeError naming the
+    column and row, never an IndexError.
+    """
+
+    def __init__(self, body: memoryview, version: tuple[int, int], source: str | None) -> None:
+        self.source = source
+        self.d = d = Directory(body, source)
+        self.limit = len(body)
+        root: type = generated(version).model.Document
+        self.plan = col._plan(root)
+        self.text = text = d.vectors[_TEXT]
+        if len(text) and text[-1] != 0:
+            raise d.error("Columns.text", "the last value has no NUL after it", expected="NUL-terminated values")
+        #: Where each text value starts, when there is no usable ``text_index`` (computed on first use).
+        self.text_starts: list[int] | None = None
+        self.index = d.text_index if len(d.text_index) == -(-d.text_count // TEXT_STEP) else None
+        self.sums: dict[str, list[int]] = {}
+        #: The node name column as a list, once a name lookup needed it.
+        self.names: list[int] | None = None
+        self.fields = {f.node.path: f for f in self.plan.fields}
+        graph = self.fields["$.graph"].node
+        assert isinstance(graph, col._Struct)
+        nodes = next(f.node for f in graph.fields if f.node.path == "$.graph.nodes")
+        assert isinstance(nodes, col._List)
+        assert isinstance(nodes.item, col._Struct)
+        self.nodes = nodes
+        self.node_fields = {f.node.path.rpartition(".")[2]: f for f in nodes.item.fields}
+        #: Rows of the node table.
+        self.node_count = self.count(nodes, 0)[1] if nodes.len_path in d.entries else 0
+
+    def error(self, where: str, problem: str, expected: str | None = None) -> DecodeError:
+        return DecodeError(problem, source=self.source, where=where, expected=expected)
+
+    # -- columns ---------------------------------------------------------------------------------
+
+    def _at(self, path: str, k: int) -> tuple[int, int]:
+        """``(kind, position in the kind's vector)`` of row ``k`` of column ``path`` (which must exist)."""
+        entry = self.d.entries.get(path)
+        if entry is None:
+            raise self.error(path, "the column is missing", expected=f"a value at row {k}")
+        kind, start, count = entry
+        if not 0 <= k < count:
+            raise self.error(path, f"row {k} is past the column's {count} values", expected=f"a row below {count}")
+        return kind, start + k
+
+    def integer(self, node: col._Leaf | col._Union | col._Optional, k: int) -> Any:
+        """Row ``k`` of an integer, enum, tag or presence column, checked."""
+        if isinstance(node, col._Union):
+            path, plain, what = node.tag_path, node.plain, node.what
+        elif isinstance(node, col._Optional):
+            path, plain, what = node.present_path, col._BOOLS, "booleans"
+        else:
+            path, plain, what = node.path, node.plain, node.what
+        kind, at = self._at(path, k)
+        if plain is col._BOOLS:
+            if kind != _BOOL:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="bool")
+            v = self.d.vectors[_BOOL][at]
+            if v > 1:
+                raise self.error(path, f"row {k} holds {v}", expected="booleans (0 or 1)")
+            return bool(v)
+        if plain is _FLOATS:
+            if kind != _F64:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="float64")
+            return self.d.vectors[_F64][at]
+        if kind in (_BOOL, _F64, _TEXT, _BLOB):
+            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected=f"integers ({what})")
+        v = self.d.vectors[kind][at]
+        check = _checks(plain)
+        if check.allowed is not None:
+            if v not in check.allowed:
+                raise self.error(path, f"row {k}: Invalid enum value {v}", expected=what)
+            return check.allowed[v]
+        if (check.lo is not None and v < check.lo) or (check.hi is not None and v > check.hi):
+            raise self.error(path, f"row {k} holds {v}", expected=what)
+        return v
+
+    def raw_bytes(self, path: str, k: int) -> memoryview:
+        """Row ``k`` of a text or blob column, as bytes (no copy)."""
+        kind, at = self._at(path, k)
+        if kind == _TEXT:
+            return self.text_value(at)
+        if kind != _BLOB:
+            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="text or blob")
+        ends = self.sums.get(path + "#blob")
+        if ends is None:
+            ends = self._blob_ends(path)
+        i = at - self.d.entries[path][1]
+        return self.d.vectors[_BLOB][ends[i] : ends[i + 1]]
+
+    def text_value(self, j: int) -> memoryview:
+        """Text value ``j`` (below the directory's text count): found from the nearest ``text_index``
+        entry, skipping at most ``TEXT_STEP - 1`` values; without an index, every start is computed once."""
+        text = self.text
+        index = self.index
+        if index is None:
+            starts = self.text_starts
+            if starts is None:
+                starts = self.text_starts = self._all_starts()
+            return text[starts[j] : starts[j + 1] - 1]
+        pos = index[j // TEXT_STEP]
+        skip = j % TEXT_STEP
+        if pos > len(text) or (pos and text[pos - 1] != 0):
+            raise self.error("Columns.text_index", f"entry {j // TEXT_STEP} ({pos}) is not where a value starts")
+        if skip:
+            m = _skip(skip).match(text, pos)
+            if m is None:
+                raise self.error("Columns.text", f"value {j} is past the end of the text")
+            pos = m.end()
+        end = _NUL.search(text, pos)
+        if end is None:
+            raise self.error("Columns.text", f"value {j} is past the end of the text")
+        return text[pos : end.start()]
+
+    def _all_starts(self) -> list[int]:
+        parts = bytes(self.text).split(b"\0")
+        parts.pop()
+        if len(parts) != self.d.text_count:
+            raise self.error("Columns.text", f"{len(parts)} values for the directory's {self.d.text_count}")
+        return list(itertools.accumulate(map((1).__add__, map(len, parts)), initial=0))
+
+    def _blob_ends(self, path: str) -> list[int]:
+        lengths = self.d.vectors[_U32_KIND]
+        at = 0
+        for p, (kind, start, count) in self.d.entries.items():
+            if kind == _BLOB:
+                ends = list(itertools.accumulate(lengths[start : start + count], initial=at))
+                if ends[-1] > len(self.d.vectors[_BLOB]):
+                    raise self.error(
+                        p, f"the values need {ends[-1]} blob bytes, there are {len(self.d.vectors[_BLOB])}"
+                    )
+                self.sums[p + "#blob"] = ends
+                at = ends[-1]
+        return self.sums[path + "#blob"]
+
+    def count(self, node: col._List, k: int) -> tuple[int, int]:
+        """``(first item row, end)`` of row ``k`` of a list (its ``#len`` column must exist)."""
+        path = node.len_path
+        sums = self.sums.get(path)
+        if sums is None:
+            kind, start, count = self.d.entries[path]
+            if kind in (_BOOL, _F64, _TEXT, _BLOB) or KINDS[kind].islower():
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="unsigned lengths")
+            sums = self.sums[path] = list(itertools.accumulate(self.d.vectors[kind][start : start + count], initial=0))
+        if not 0 <= k < len(sums) - 1:
+            raise self.error(path, f"row {k} is past the column's {len(sums) - 1} values")
+        a, b = sums[k], sums[k + 1]
+        if b - a > self.limit:
+            raise self.error(
+                path, f"row {k} holds {b - a} items", expected=f"at most {self.limit} (the payload's bytes)"
+            )
+        return a, b
+
+    def rank(self, path: str, k: int, value: int) -> int:
+        """How many rows before ``k`` of the (checked) column ``path`` hold ``value``."""
+        kind, start, _count = self.d.entries[path]
+        view = self.d.vectors[kind][start : start + k]
+        if view.itemsize == 1:
+            return view.tobytes().count(bytes((value,)))
+        return int(view.tolist().count(value))
+
+    # -- rows --------------------------------------------------------------------------------------
+
+    def row(self, node: col._Node, k: int) -> Any:
+        """Row ``k`` of ``node``, in the model of the payload's version."""
+        entries = self.d.entries
+        if isinstance(node, col._Struct):
+            values = []
+            for f in node.fields:
+                sub = f.node
+                if isinstance(sub, col._Struct) or sub.column in entries:
+                    values.append(self.row(sub, k))
+                elif f.default is None:
+                    raise self.error(sub.column, "the column is missing", expected="a value per row (no default)")
+                else:
+                    values.append(_default_value(f))
+            return node.cls(*values)
+        if isinstance(node, col._List):
+            a, b = self.count(node, k)
+            item = node.item
+            return [self.row(item, j) for j in range(a, b)]
+        if isinstance(node, col._Union):
+            tag = self.integer(node, k)
+            if tag is None:
+                return None
+            return self.row(node.variants[tag], self.rank(node.tag_path, k, tag))
+        if isinstance(node, col._Optional):
+            if not self.integer(node, k):
+                return None
+            return self.row(node.inner, self.rank(node.present_path, k, 1))
+        assert isinstance(node, col._Leaf)
+        if node.plain is col._STRINGS:
+            try:
+                return str(self.raw_bytes(node.path, k), "utf-8")
+            except UnicodeDecodeError as exc:
+                raise self.error(node.path, f"row {k}: not valid UTF-8 ({exc.reason})") from None
+        if node.plain is _BYTES:
+            return bytes(self.raw_bytes(node.path, k))
+        return self.integer(node, k)
+
+    def field(self, name: str) -> Any:
+        """A field of the document (``header``, ``extensions``...), decoded whole."""
+        f = self.fields[f"$.{name}"]
+        if isinstance(f.node, col._Struct) or f.node.column in self.d.entries:
+            return self.row(f.node, 0)
+        if f.default is None:
+            raise self.error(f.node.column, "the column is missing", expected="a value (no default)")
+        return _default_value(f)
+
+    def node(self, i: int) -> Any:
+        """Node ``i`` (below :attr:`node_count`), decoded whole."""
+        return self.row(self.nodes.item, i)
+
+    def node_value(self, i: int, name: str, default: Any = None) -> Any:
+        """Field ``name`` (a number) of node ``i``: its default when no row has another value;
+        ``default`` when the version has no such field."""
+        f = self.node_fields.get(name)
+        if f is None:
+            return default
+        sub = f.node
+        if sub.column not in self.d.entries:
+            if f.default is None:
+                raise self.error(sub.column, "the column is missing", expected="a value per node (no default)")
+            return _default_value(f)
+        assert isinstance(sub, col._Leaf)
+        return self.integer(sub, i)
+
+    def node_ints(self, i: int, name: str) -> list[int]:
+        """Field ``name`` (a list of integers) of node ``i``."""
+        f = self.node_fields.get(name)
+        if f is None or f.node.column not in self.d.entries:
+            return []
+        sub = f.node
+        assert isinstance(sub, col._List)
+        assert isinstance(sub.item, col._Leaf)
+        a, b = self.count(sub, i)
+        if a == b:
+            return []
+        item = sub.item.path
+        if item not in self.d.entries:
+            raise self.error(item, "the column is missing", expected=f"{b} values at least")
+        kind, start, count = self.d.entries[item]
+        if b > count:
+            raise self.error(item, f"rows {a}..{b - 1} are past the column's {count} values")
+        if kind in (_BOOL, _F64, _TEXT, _BLOB):
+            raise self.error(item, f"a {KIND_NAMES[kind]} column", expected="integers")
+        values: list[int] = self.d.vectors[kind][start + a : start + b].tolist()
+        check = _checks(sub.item.plain)
+        if (check.lo is not None and min(values) < check.lo) or (check.hi is not None and max(values) > check.hi):
+            raise self.error(item, f"rows {a}..{b - 1} hold {min(values)}..{max(values)}", expected=sub.item.what)
+        return values
+
+    def last_named_alike(self, i: int) -> int:
+        """The last node whose name is node ``i``'s string (the one a name lookup returns, as in
+        ``tracepack.Document``): ``i`` itself unless a damaged name column repeats the name."""
+        names = self.names
+        if names is None:
+            entry = self.d.entries.get(self.node_fields["name"].node.path)
+            if entry is None:  # every name is the default
+                return self.node_count - 1
+            kind, start, count = entry
+            names = self.names = self.d.vectors[kind][start : start + count].tolist()
+        if not 0 <= i < len(names):
+            return i
+        if names.count(names[i]) == 1:
+            return i
+        return len(names) - 1 - names[::-1].index(names[i])
+
+    def table_column(self, name: str, column: str) -> memoryview | None:
+        """Column ``column`` of the table ``name`` as a zero-copy typed view (None: not stored, the
+        column's default). As decoding reads it: its ``#len`` says whether it is stored and how many
+        values it has, and its values column must hold exactly those."""
+        table = self.fields[f"$.{name}"].node
+        if isinstance(table, col._Optional):
+            table = table.inner
+        assert isinstance(table, col._Struct)
+        node = next((f.node for f in table.fields if f.node.path == f"$.{name}.{column}"), None)
+        if not isinstance(node, col._List) or node.len_path not in self.d.entries:
+            return None
+        a, b = self.count(node, 0)
+        path = node.item.path
+        entry = self.d.entries.get(path)
+        if entry is None:
+            if a == b:
+                return None
+            raise self.error(path, "the column is missing", expected=f"{b - a} values")
+        kind, start, count = entry
+        if count != b - a:
+            raise self.error(path, f"the column has {count} values", expected=f"{b - a}, as {node.len_path} says")
+        if kind in (_F64, _TEXT, _BLOB):
+            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="integers")
+        return self.d.vectors[kind][start : start + count]
+
+    def present(self, name: str) -> bool:
+        """Whether the optional table ``name`` is there."""
+        path = f"$.{name}#present"
+        return path in self.d.entries and bool(self.integer(self.fields[f"$.{name}"].node, 0))  # type: ignore[arg-type]
+
+    @property
+    def string_count(self) -> int:
+        entry = self.d.entries.get("$.strings[]")
+        return 0 if entry is None else entry[2]

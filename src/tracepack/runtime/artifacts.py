@@ -47,7 +47,9 @@ def _lazy_or_none(path: str, data: bytes) -> Any:
     if not data.startswith(MAGIC[:4]):
         return None
     header = read_header(data[:64], source=path)
-    if header.codec != "flatbuffers" or header.compression != "none":
+    from tracepack.lazy import LAZY_CODECS
+
+    if header.codec not in LAZY_CODECS or header.compression != "none":
         return None
     import tracepack
 
