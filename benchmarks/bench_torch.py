@@ -15,6 +15,9 @@ into ``.bench/corpus`` by ``scripts/torch/export_corpus.py``):
   (target >= 10x) and columnar (reported), and columnar's against MessagePack's (reported);
 * memory: peak of the decoded document against ``json.loads`` of ``model.json`` (target <= 0.3x).
 
+Times are CPU time of this process (``time.process_time``) on both sides: the figures compare
+CPU-bound work, which other processes on a shared machine would otherwise skew.
+
 Per TorchScript archive: the ``debug_pkl`` bytes in both layouts against the tracepack document.
 Skipped, with a note, when torch is not installed.
 """
@@ -135,12 +138,13 @@ def _timed(report: Report, name: str, data: bytes, doc: tracepack.Document) -> N
     program_cls = serde.ExportedProgram
     small = len(data) < 1 << 20
     repeat, min_time = (5, 0.2) if small else (3, 0.0)
+    cpu = time.process_time  # CPU time of this process on both sides: other processes' load does not count
     t_torch = best_time(lambda: serde._dict_to_dataclass(program_cls, json.loads(data)), repeat=3 if small else 1,
-                        min_time=min_time)  # fmt: skip
+                        min_time=min_time, clock=cpu)  # fmt: skip
     t_decode: dict[str, float] = {}
     for codec in SPEED_CODECS:
         blob = tracepack.dumps(doc, codec=codec, compression="none")
-        t_decode[codec] = best_time(partial(tracepack.loads, blob), repeat=repeat, min_time=min_time)
+        t_decode[codec] = best_time(partial(tracepack.loads, blob), repeat=repeat, min_time=min_time, clock=cpu)
         targeted = codec == "msgpack" or len(doc) >= COLUMNAR_TARGET_NODES
         report.add(
             Figure(SECTION, f"{name}: decode to typed objects{_label(codec)}", t_decode[codec], t_torch, "s",
@@ -152,11 +156,11 @@ def _timed(report: Report, name: str, data: bytes, doc: tracepack.Document) -> N
     )  # fmt: skip
     program = serde._dict_to_dataclass(program_cls, json.loads(data))
     t_torch_enc = best_time(lambda: serde._to_json_bytes(program), repeat=3 if small else 1,
-                            min_time=min_time)  # fmt: skip
+                            min_time=min_time, clock=cpu)  # fmt: skip
     t_encode: dict[str, float] = {}
     for codec in SPEED_CODECS:
         encode = partial(tracepack.dumps, doc, codec=codec, compression="none")
-        t_encode[codec] = best_time(encode, repeat=repeat, min_time=min_time)
+        t_encode[codec] = best_time(encode, repeat=repeat, min_time=min_time, clock=cpu)
         report.add(
             Figure(SECTION, f"{name}: encode{_label(codec)}", t_encode[codec], t_torch_enc, "s",
                    target=10 if codec == "msgpack" else None, note="tracepack.dumps vs torch _to_json_bytes")
