@@ -133,6 +133,7 @@ def run(report: Report) -> None:
                 note="tracepack.open(path).node(name).stack_trace vs tracepack.load(path)",
             )
         )
+        _column_layout(report, doc, Path(tmp) / "graph-fbc.tpk", target=target, expected=expected)
 
         _newest_layout(report, doc, fb, target=target, expected=expected)
 
@@ -218,6 +219,27 @@ def run(report: Report) -> None:
                 note="binary search over the side index, every offset bounds-checked",
             )
         )
+
+
+def _column_layout(report: Report, doc: tracepack.Document, path: Path, *, target: str, expected: str | None) -> None:
+    """(a) again in the FlatBuffers column layout (codec id 4): a lazy lookup against a full decode of
+    the same file, and its size against the row layout's."""
+    tracepack.dump(doc, path, codec="flatbuffers-columns", compression="none")
+
+    def lazy_trace() -> str | None:
+        with tracepack.open(path) as lazy:
+            return lazy.node(target).stack_trace
+
+    def full_trace() -> str | None:
+        return tracepack.load(path).node(target).stack_trace
+
+    assert lazy_trace() == expected == full_trace()
+    t_lazy = best_time(lazy_trace, repeat=5, min_time=0.2)
+    t_full = best_time(full_trace, repeat=3, min_time=0.5)
+    report.add(
+        Figure("flatbuffers", "(a) column layout: open + one node's stack trace vs full decode", t_lazy, t_full, "s",
+               target=100, note=f"flatbuffers-columns, {path.stat().st_size / 1e6:.1f} MB")
+    )  # fmt: skip
 
 
 def _newest_layout(report: Report, doc: tracepack.Document, fb: Path, *, target: str, expected: str | None) -> None:

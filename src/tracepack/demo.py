@@ -72,7 +72,7 @@ def run_demo(*, quick: bool = False) -> int:
         f"model.json schema {v['major']}.{v['minor']})\n"
     )
     zstd19 = len(zstandard.ZstdCompressor(level=19).compress(data))
-    print(f"{'size':<44}{'bytes':>10}   vs model.json")
+    print(f"{'size':<52}{'bytes':>10}   vs model.json")
     rows = [("model.json (legacy)", len(data)), ("model.json + zstd -19", zstd19)]
     encoded: dict[str, bytes] = {}
     # Each codec raw, with zstd -19 alone (what `zstd -19 model.json` gets), and with the built-in
@@ -84,7 +84,7 @@ def run_demo(*, quick: bool = False) -> int:
             encoded[f"{codec}/{comp}" + ("/dict" if zdict else "")] = blob
             rows.append((f"tracepack {codec}{suffix}", len(blob)))
     for label, size in rows:
-        print(f"{label:<44}{size:>10,}   {size / len(data):6.3f}x")
+        print(f"{label:<52}{size:>10,}   {size / len(data):6.3f}x")
     legacy_dbg, interned_dbg = legacy_debug_bytes(model), debug_info_bytes(doc)
     print(
         f"\ndebug info: per-node strings {legacy_dbg:,} bytes -> interned tables {interned_dbg:,} bytes "
@@ -108,7 +108,7 @@ def run_demo(*, quick: bool = False) -> int:
             _ = n.stack_trace, n.module_stack
 
     t_render = _best(render_all, rounds)
-    print(f"\n{'speed (best of ' + str(rounds) + ')':<44}{'time':>10}   vs legacy decode")
+    print(f"\n{'speed (best of ' + str(rounds) + ')':<52}{'time':>10}   vs legacy decode")
     for label, t in (
         ("legacy: json.loads + dataclasses", t_legacy),
         ("  (json.loads alone)", t_json),
@@ -116,7 +116,7 @@ def run_demo(*, quick: bool = False) -> int:
         ("tracepack msgpack + zstd -> typed doc", t_tp_zstd),
         ("tracepack load + render every node's traces", t_render),
     ):
-        print(f"{label:<44}{t * 1e3:>8.3f}ms   {t_legacy / t:6.1f}x faster")
+        print(f"{label:<52}{t * 1e3:>8.3f}ms   {t_legacy / t:6.1f}x faster")
     print("\nmodel.json restored from tracepack byte for byte: yes")
     first = next(n for n in doc.nodes() if n.stack_trace)
     print(f"\nexample: node {first.name!r} ({first.target}), stack_trace as torch wrote it:")
