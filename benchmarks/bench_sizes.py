@@ -192,21 +192,28 @@ def _flatbuffers_layouts(
 
 
 def _flatbuffers_columns_speed(report: Report, name: str, doc: tracepack.Document) -> None:
-    """The column layout's payload encode and full decode against the row layout's, timed interleaved."""
+    """The column layout's payload encode and full decode against the row layout's, in CPU time, every
+    side in turn in each round (:func:`_interleaved`)."""
     from tracepack.codecs import fbcolumns
     from tracepack.codecs import flatbuffers as fbc
 
     raw = doc.raw
     rows, cols = fbc.encode(raw, CURRENT), fbcolumns.encode(raw, CURRENT)
-    small = len(doc) < 2000
-    repeat, min_time = (5, 0.2) if small else (3, 0.0)
-    times = {}
-    for what, f0, f1 in (
-        ("encode", partial(fbc.encode, raw, CURRENT), partial(fbcolumns.encode, raw, CURRENT)),
-        ("decode", partial(fbc.decode, rows, CURRENT), partial(fbcolumns.decode, cols, CURRENT)),
-    ):
-        times[what] = (best_time(f1, repeat=repeat, min_time=min_time), best_time(f0, repeat=repeat, min_time=min_time))
-    note = "flatbuffers-columns vs flatbuffers (rows) payload; ratio < 1 means slower"
+    if fbcolumns.decode(cols, CURRENT) != raw or fbc.decode(rows, CURRENT) != raw:
+        raise AssertionError(f"{name}: a FlatBuffers layout does not decode to its document")
+    rounds, min_time = (7, 0.05) if len(doc) < 2000 else (5, 0.0)
+    best = _interleaved(
+        [
+            partial(fbcolumns.encode, raw, CURRENT),
+            partial(fbc.encode, raw, CURRENT),
+            partial(fbcolumns.decode, cols, CURRENT),
+            partial(fbc.decode, rows, CURRENT),
+        ],
+        rounds=rounds,
+        min_time=min_time,
+    )
+    times = {"encode": (best[0], best[1]), "decode": (best[2], best[3])}
+    note = "flatbuffers-columns vs flatbuffers (rows) payload, CPU time; ratio < 1 means slower"
     for what, (t, t0) in times.items():
         report.add(Figure(SECTION, f"{name}: flatbuffers-columns {what} vs row layout", t, t0, "s", target=1 / 1.2,
                           note=note))  # fmt: skip
