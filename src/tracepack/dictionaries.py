@@ -115,6 +115,17 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         "payloads weigh twice, FlatBuffers once, JSON not at all; 512 KiB, k=1024",
         trained_at="the commit adding it",
     ),
+    DictionarySpec(
+        name="torch-export-5",
+        dict_id=0x54504B05,
+        file="torch-export-5.dict",
+        sha256="df7c3ddc0def695993a0561229b614b610ae02669343bb37f0d496c544c61c5a",
+        size=512 * 1024,
+        k=2048,
+        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers"),
+        doc="as torch-export-4, retrained once columnar layout 2 keyed columns by number; 512 KiB, k=2048",
+        trained_at="the commit adding it",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
 TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-")][-1]

@@ -67,7 +67,9 @@ def column_sizes(
         from tracepack.codecs import columnar
 
         payload = msgspec.msgpack.decode(columnar.encode(raw, version))
-        for path, column in payload["columns"].items():
+        paths = columnar.path_numbers()[0]
+        for key, column in payload["columns"].items():
+            path = paths[key] if type(key) is int else key  # layout 2 keys a column by its path's number
             data = enc(column)
             table, name = _table_of(path)
             out.append(ColumnSize(table, name, len(data), packed(data)))

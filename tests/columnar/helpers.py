@@ -15,8 +15,11 @@ __all__ = ["columns_of", "pack", "payload_of", "repack", "unforms"]
 
 
 def payload_of(raw: Any, version: tuple[int, int]) -> dict[str, Any]:
-    """The payload map of ``raw``: ``{"format", "layout", "columns": {path: [encoding, values]}}``."""
+    """The payload map of ``raw``: ``{"format", "layout", "columns": {path: [encoding, values]}}``
+    (layout 2's column numbers turned back into paths, which the reader takes as well)."""
     out: dict[str, Any] = msgspec.msgpack.decode(columnar.encode(raw, version))
+    paths = columnar.path_numbers()[0]
+    out["columns"] = {paths[k] if type(k) is int else k: v for k, v in out["columns"].items()}
     return out
 
 

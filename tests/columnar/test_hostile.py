@@ -7,6 +7,7 @@ or too few, unknown encodings, variant ids and enum values, lengths that do not 
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
 from functools import cache
@@ -167,7 +168,10 @@ def _decode_error(payload: Any) -> DecodeError:
 
 
 def _golden() -> dict[str, Any]:
+    """The golden payload's map, its columns keyed by path (layout 2 reads those as well as numbers)."""
     out: dict[str, Any] = msgspec.msgpack.decode(_golden_payload())
+    paths = columnar.path_numbers()[0]
+    out["columns"] = {paths[k] if type(k) is int else k: v for k, v in out["columns"].items()}
     return out
 
 
@@ -305,7 +309,8 @@ def test_a_column_that_is_not_a_list() -> None:
     ("change", "where", "problem"),
     [
         ({"format": "tracepack"}, "payload.format", "the format marker is 'tracepack'"),
-        ({"layout": 2}, "payload.layout", "columnar layout 2 is not readable by this build"),
+        ({"layout": 3}, "payload.layout", "columnar layout 3 is not readable by this build"),
+        ({"layout": 0}, "payload.layout", "columnar layout 0 is not readable by this build"),
         ({"layout": "1"}, "payload", "not a columnar payload: Expected `int`, got `str` - at `$.layout`"),
         ({"columns": [1]}, "payload", "not a columnar payload: Expected `object`, got `array` - at `$.columns`"),
     ],
@@ -366,3 +371,35 @@ def _undelta(values: list[int]) -> list[int]:
 def _undelta_entry(payload: dict[str, Any], path: str) -> list[int]:
     encoding, values = payload["columns"][path]
     return _undelta(values) if encoding == columnar.DELTA else list(values)
+
+
+def test_column_numbers() -> None:
+    """Layout 2 keys columns by number; names still read; an unknown number is a newer release's column."""
+    payload: dict[str, Any] = msgspec.msgpack.decode(_golden_payload())
+    expected = columnar.decode(_golden_payload(), CURRENT)
+    assert all(type(k) is int for k in payload["columns"])
+    paths, numbers = columnar.path_numbers()
+    unknown = {**payload, "columns": {**payload["columns"], len(paths) + 7: ["plain", [1, 2]]}}
+    assert columnar.decode(repack(unknown), CURRENT) == expected
+    by_name = _golden()
+    assert columnar.decode(repack(by_name), CURRENT) == expected
+    assert columnar.decode(repack({**by_name, "layout": 1}), CURRENT) == expected  # what older builds wrote
+    twice = {**payload, "columns": {**payload["columns"], "$.strings[]": by_name["columns"]["$.strings[]"]}}
+    exc = _decode_error(twice)
+    assert (exc.where, exc.problem) == ("payload.columns", "column $.strings[] is stored twice (by name and by number)")
+    exc = _decode_error({**payload, "layout": 1})
+    assert (exc.where, exc.problem) == ("payload.columns", f"column key {numbers['$.header.magic']} is not a path")
+    negative = {**payload, "columns": {-1: ["plain", [1]], **payload["columns"]}}
+    exc = _decode_error(negative)
+    assert exc.where == "payload"
+    assert "not a columnar payload" in exc.problem
+
+
+def test_column_numbers_are_fixed() -> None:
+    """Numbers of released versions never change: files name columns by them."""
+    paths, numbers = columnar.path_numbers()
+    released = [p for v in ((1, 0), (1, 1), (1, 2)) for p in columnar.column_paths(v)]
+    assert set(paths[: len(set(released))]) == set(released)
+    assert numbers["$.header.magic"] == 0
+    head = "\n".join(paths[:236]).encode()
+    assert hashlib.sha256(head).hexdigest() == "ca957338cc41a3439cc8a49710fbd6c1616c888da7f4b0e4a1687c52c673f14e"

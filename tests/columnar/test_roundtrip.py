@@ -105,7 +105,9 @@ def test_layout(doc: tracepack.Document) -> None:
     """Format marker, layout, known paths only, no empty column, and delta exactly where it is smaller."""
     payload = payload_of(doc.raw, CURRENT)
     assert payload["format"] == columnar.FORMAT == "tracepack-columnar"
-    assert payload["layout"] == columnar.LAYOUT == 1
+    assert payload["layout"] == columnar.LAYOUT == 2
+    stored = msgspec.msgpack.decode(columnar.encode(doc.raw, CURRENT))["columns"]
+    assert all(type(k) is int for k in stored)  # every path of a released version by its number
     paths = columnar.column_paths(CURRENT)
     columns = payload["columns"]
     assert list(columns) == [p for p in paths if p in columns]  # written in plan order

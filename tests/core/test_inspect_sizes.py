@@ -14,6 +14,7 @@ import tracepack
 from tests.strategies import documents
 from tracepack import dictionaries
 from tracepack.cli import main
+from tracepack.codecs import columnar
 from tracepack.container import HEADER_SIZE
 from tracepack.demo import sample_model_json
 from tracepack.sizes import column_sizes, table_sizes
@@ -36,7 +37,10 @@ def test_columnar_file_lists_its_own_columns(tmp_path: Path, capsys: pytest.Capt
     # The reference: the payload itself, decompressed by zstd with the shipped dictionary, read by msgspec.
     data = tpk.read_bytes()
     plain = zstandard.ZstdDecompressor(dict_data=dictionaries.get()).decompress(data[HEADER_SIZE:])
-    stored = msgspec.msgpack.decode(plain)["columns"]
+    numbered = msgspec.msgpack.decode(plain)["columns"]
+    assert all(type(k) is int for k in numbered)  # columnar layout 2: columns by their paths' numbers
+    paths = columnar.path_numbers()[0]
+    stored = {paths[k]: column for k, column in numbered.items()}
     listed = {("$." + c["table"] + ("" if c["column"].startswith(("[", "#", "<")) else ".") + c["column"]): c
               for c in info["columns"]}  # fmt: skip
     assert set(listed) == set(stored)
