@@ -61,13 +61,13 @@ def test_columnar_file_lists_its_own_columns(tmp_path: Path, capsys: pytest.Capt
 @settings(max_examples=10)
 @given(documents())
 def test_every_codec_accounts_for_every_table(doc: tracepack.Document) -> None:
-    for codec in ("msgpack", "json", "flatbuffers", "columnar"):
+    for codec in ("msgpack", "json", "flatbuffers", "columnar", "flatbuffers-columns"):
         columns = column_sizes(doc.raw, codec, CURRENT)
         tables = table_sizes(columns)
         assert set(tables) <= set(doc.raw.__struct_fields__)
         assert sum(raw for raw, _ in tables.values()) == sum(c.raw_bytes for c in columns)
         assert all(c.compressed_bytes >= 0 for c in columns)
-        if codec != "columnar":  # every table, even empty ones
+        if codec not in ("columnar", "flatbuffers-columns"):  # every table, even empty ones
             assert set(tables) == set(doc.raw.__struct_fields__)
 
 
@@ -113,3 +113,37 @@ def test_flatbuffers_file_lists_flatbuffers_bytes(tmp_path: Path, capsys: pytest
     assert code == 0
     assert "columns (FlatBuffers)" in out
     assert "graph.nodes" in out
+
+
+def test_flatbuffers_column_layout_lists_its_typed_vectors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A column-layout file's columns are its own, with the bytes they take in its typed vectors: checked
+    against the payload's directory read with FlatBuffers' rules (kind widths times counts)."""
+    from tracepack.codecs import _fbrt as rt
+    from tracepack.codecs import fbcolumns
+    from tracepack.codecs.flatbuffers import split
+
+    src, tpk = tmp_path / "model.json", tmp_path / "m.tpk"
+    src.write_bytes(sample_model_json())
+    assert main(["convert", str(src), str(tpk), "--codec", "flatbuffers-columns", "--compression", "none"]) == 0
+    capsys.readouterr()
+    code, out = _inspect(tpk, capsys, "--json")
+    assert code == 0
+    info = json.loads(out)
+    body, _ = split(tpk.read_bytes()[HEADER_SIZE:])
+    r = rt.Reader(body)
+    v = r.fields(r.root(b"TPKC"), fbcolumns.ROOT_SPEC)
+    paths = [p.decode() for p in r.bytes_(v[1]).split(b"\0")[:-1]]
+    kinds, counts = r.bytes_(v[2]), r.scalars(v[3], "I")
+    listed = {("$." + c["table"] + ("" if c["column"].startswith(("[", "#", "<")) else ".") + c["column"]): c
+              for c in info["columns"]}  # fmt: skip
+    assert set(listed) == set(paths)
+    for path, kind, count in zip(paths, kinds, counts, strict=True):
+        if kind < 10:  # numbers: the kind's width per value
+            assert listed[path]["bytes"] == rt.SIZES[fbcolumns.KINDS[kind]] * count, path
+    assert listed["$.graph.nodes[].name"]["compressed_bytes"] > 0
+    assert info["bytes"]["graph"] == sum(c["bytes"] for c in info["columns"] if c["table"] == "graph")
+    code, out = _inspect(tpk, capsys, "--columns")
+    assert code == 0
+    assert "graph.nodes[].name" in out
+    with tracepack.open(tpk) as lz:  # and it is the lazily readable layout
+        assert lz.node(0).name == tracepack.load(tpk).node(0).name

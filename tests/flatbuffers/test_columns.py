@@ -411,3 +411,20 @@ def test_lazily_a_table_column_is_what_its_lengths_say(tmp_path: Path) -> None:
     assert str(info.value).endswith(
         "bad.tpk: $.frames.line[]: the column has 58 values; expected 1, as $.frames.line#len says"
     )
+
+
+def test_lazily_a_newer_minor_reads_with_the_newest_known_model(tmp_path: Path) -> None:
+    """Columns a newer minor's writer added are unknown paths: ignored by the lazy reader as by decoding."""
+    from tests.migrations.test_forward import NEWER, _payload_1_7
+
+    doc = _golden()
+    path = tmp_path / "newer.tpk"
+    path.write_bytes(container.pack(_payload_1_7(doc.raw, CODEC), schema_version=NEWER, codec=CODEC))
+    eager = tracepack.load(path)
+    assert eager.source_version == NEWER
+    with tracepack.open(path) as lz:
+        assert lz.source_version == NEWER
+        for node in eager.nodes():
+            lazy_node = lz.node(node.name)
+            assert (lazy_node.index, lazy_node.stack_trace, lazy_node.meta) == (node.index, node.stack_trace, node.meta)
+            assert lazy_node.raw == node.raw
