@@ -400,6 +400,8 @@ def _make_check(item: Any) -> _Check:
 
 _BYTES: Final = col._decoder(bytes)
 _NUL: Final = re.compile(b"\\x00")
+#: Text values a reader finds by jumping before it computes every start (one pass over the text).
+_JUMPS: Final = 4096
 
 
 @functools.cache
@@ -569,6 +571,8 @@ class RandomAccess:
         #: Where each text value starts, when there is no usable ``text_index`` (computed on first use).
         self.text_starts: list[int] | None = None
         self.index = d.text_index if len(d.text_index) == -(-d.text_count // TEXT_STEP) else None
+        #: Values found by jumping from ``text_index`` so far (past :data:`_JUMPS`, every start is computed).
+        self.jumps = 0
         self.sums: dict[str, list[int]] = {}
         #: The node name column as a list, once a name lookup needed it.
         self.names: list[int] | None = None
@@ -653,6 +657,10 @@ class RandomAccess:
             if starts is None:
                 starts = self.text_starts = self._all_starts()
             return text[starts[j] : starts[j + 1] - 1]
+        self.jumps += 1
+        if self.jumps > _JUMPS:  # reading most of the text (every string, say): every start at once
+            self.index = None
+            return self.text_value(j)
         pos = index[j // TEXT_STEP]
         skip = j % TEXT_STEP
         if pos > len(text) or (pos and text[pos - 1] != 0):
