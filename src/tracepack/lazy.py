@@ -1,5 +1,9 @@
 """Lazy, random-access reading of an uncompressed FlatBuffers ``.tpk``: ``tracepack.open(path)``.
 
+Both FlatBuffers layouts are read: rows (codec ``flatbuffers``, id 2: a table per node) and columns
+(``flatbuffers-columns``, id 4: :class:`tracepack.codecs.fbcolumns.RandomAccess`, one typed vector
+per field path, node ``i``'s fields element ``i`` of theirs), with the same answers.
+
 >>> with tracepack.open("model.tpk") as doc:           # reads + checks the file; decodes nothing
 ...     print(doc.node("linear_3").stack_trace)        # binary search by name, one trace rendered
 ...     print(doc.debug_handle(1234).stack_trace)      # binary search over the sorted handles
