@@ -126,6 +126,18 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         doc="as torch-export-4, retrained once columnar layout 2 keyed columns by number; 512 KiB, k=2048",
         trained_at="the commit adding it",
     ),
+    DictionarySpec(
+        name="torch-export-6",
+        dict_id=0x54504B06,
+        file="torch-export-6.dict",
+        sha256="04caf868a7cf5277565e5924e888fe046c0a84df3f116d7471f853169b2492b8",
+        size=512 * 1024,
+        k=1024,
+        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers-columns"),
+        doc="as torch-export-5 with the FlatBuffers column layout's payloads instead of the row layout's; "
+        "512 KiB, k=1024",
+        trained_at="the commit adding it",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
 TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-")][-1]
