@@ -49,7 +49,7 @@ import re
 import struct
 import typing
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -153,34 +153,61 @@ class _Shredder:
         self.values[path] = (kind, values)
 
     def shred(self, node: col._Node, values: list[Any]) -> None:
-        if not values:
+        if values:
+            _SHRED[type(node)](self, node, values)
+
+    def _struct(self, node: col._Struct, values: list[Any]) -> None:
+        shred = _SHRED
+        for f in node.fields:
+            column = list(map(f.get, values))
+            if f.default is not None and _is_default(column, _default_value(f)):
+                continue
+            sub = f.node
+            shred[type(sub)](self, sub, column)
+
+    def _list(self, node: col._List, values: list[Any]) -> None:
+        lengths = list(map(len, values))
+        self.values[node.len_path] = (_int_kind(lengths), lengths)
+        items = list(itertools.chain.from_iterable(values))
+        if items:
+            _SHRED[type(node.item)](self, node.item, items)
+
+    def _union(self, node: col._Union, values: list[Any]) -> None:
+        try:
+            tags = list(map(node.tag_of.__getitem__, map(type, values)))
+        except KeyError as exc:
+            raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=node.path) from None
+        stored = [0 if t is None else t for t in tags]
+        self.values[node.tag_path] = (_int_kind(stored), stored)
+        present = set(tags)
+        if len(present) == 1:
+            (tag,) = present
+            if tag is not None:
+                self._struct(node.variants[tag], values)
             return
-        if isinstance(node, col._Struct):
-            for f in node.fields:
-                column = list(map(f.get, values))
-                if f.default is not None and _is_default(column, _default_value(f)):
-                    continue
-                self.shred(f.node, column)
-        elif isinstance(node, col._List):
-            self.put(node.len_path, list(map(len, values)))
-            self.shred(node.item, list(itertools.chain.from_iterable(values)))
-        elif isinstance(node, col._Union):
-            try:
-                tags = list(map(node.tag_of.__getitem__, map(type, values)))
-            except KeyError as exc:
-                raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=node.path) from None
-            self.put(node.tag_path, [0 if t is None else t for t in tags])
-            present = set(tags)
-            for tag, variant in node.variants.items():
-                if tag in present:
-                    self.shred(variant, list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))))
-        elif isinstance(node, col._Optional):
-            flags = list(map(operator.is_not, values, itertools.repeat(None)))
-            self.put(node.present_path, flags)
-            self.shred(node.inner, list(itertools.compress(values, flags)))
-        else:
-            assert isinstance(node, col._Leaf)
-            self.put(node.path, values, node.plain is col._STRINGS)
+        for tag, variant in node.variants.items():
+            if tag in present:
+                self._struct(variant, list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))))
+
+    def _optional(self, node: col._Optional, values: list[Any]) -> None:
+        flags = list(map(operator.is_not, values, itertools.repeat(None)))
+        self.values[node.present_path] = (_BOOL, flags)
+        self.shred(node.inner, list(itertools.compress(values, flags)))
+
+    def _leaf(self, node: col._Leaf, values: list[Any]) -> None:
+        self.put(node.path, values, node.plain is col._STRINGS)
+
+
+#: How each kind of plan node is shredded.
+_SHRED: Final[dict[type, Callable[[_Shredder, Any, list[Any]], None]]] = {
+    col._Struct: _Shredder._struct,
+    col._List: _Shredder._list,
+    col._Union: _Shredder._union,
+    col._Optional: _Shredder._optional,
+    col._Leaf: _Shredder._leaf,
+    col._Int: _Shredder._leaf,
+    col._Enum: _Shredder._leaf,
+}
 
 
 _DEFAULTS: dict[int, Any] = {}
