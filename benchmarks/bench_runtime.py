@@ -16,7 +16,7 @@ Figures:
 * (d) a warm instruction lookup against a warm ``parse_etrecord`` of the same ETRecord: >= 1000x;
 * (e) size: the tracepack form of the ETRecord's programs with their handle tables (the smaller of
   MessagePack and columnar, zstd -19, the built-in dictionary ``tracepack convert`` picks for an ETRecord:
-  ``executorch-edge-1``; weights left out) against zstd -19 of the ETRecord's program JSON: <= 0.5x on
+  ``executorch-edge-2``; weights left out) against zstd -19 of the ETRecord's program JSON: <= 0.5x on
   each committed sample (``model.etrecord``, ``delegate.etrecord``) and on the 10k-node record.
 * (g) TorchScript mobile: torch's own text for one debug handle (``Module hierarchy:...`` and the
   TorchScript traceback) from the committed ``mobile.ptl``'s ``.tpk`` alone (lazy open, the
