@@ -116,11 +116,14 @@ dictionary-check: $(TORCH_STAMP) ## Fail unless retraining reproduces the shippe
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check
 
 # Not part of test/CI: the corpus needs executorch ($(ET_VENV)); training runs in the project's environment.
+# The corpus is made afresh (a folder left by another version of the script could hold other models).
 executorch-dictionary: ## Retrain the built-in ExecuTorch zstd dictionary (corpus made in $(ET_VENV); docs/dictionaries.md)
+	rm -rf .bench/executorch-dictionary-corpus
 	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
 	$(BIN)/python scripts/executorch/train_dictionary.py
 
 executorch-dictionary-check: ## Fail unless the ExecuTorch corpus retrains into the shipped dictionary byte for byte
+	rm -rf .bench/executorch-dictionary-corpus
 	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
 	$(BIN)/python scripts/executorch/train_dictionary.py --check
 
