@@ -57,7 +57,9 @@ RUNGS = ("size_10", "size_30", "size_60", "size_130", "size_450", "size_1k", "si
 LADDER = tuple(n for rung in RUNGS for n in (rung, f"{rung}_dyn"))
 #: Codecs tracepack writes a torch document with; the best is the smallest of them.
 CODECS = ("columnar", "msgpack", "flatbuffers-columns", "flatbuffers", "json")
-BEST_CANDIDATES = ("columnar", "msgpack")
+BEST_CANDIDATES = ("columnar", "msgpack", "flatbuffers-columns")
+#: The candidates before the FlatBuffers column layout (the speed figures' "before" side writes the best of these).
+BEFORE_CANDIDATES = ("columnar", "msgpack")
 
 
 def _z19(data: bytes, zdict: zstandard.ZstdCompressionDict | None = None) -> int:
@@ -127,7 +129,7 @@ def run(report: Report) -> None:
         written = tracepack.dumps(doc, codec=best, compression="zstd", level=19, zstd_dict=zdict)
         if export_model_json(tracepack.loads(written)) != data:
             raise AssertionError(f"{name}: model.json does not come back byte for byte")
-        _speed(report, name, doc, best, zdict)
+        _speed(report, name, doc, best, zdict, before_codec=min(BEFORE_CANDIDATES, key=lambda c: packed[c]))
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
     report.add(
         Figure(SECTION, f"geometric mean of best codec+zstd-19 over {len(ratios)} models", geo, 1.0, "x",
@@ -237,7 +239,13 @@ def _interleaved(fns: list[Callable[[], Any]], *, rounds: int, min_time: float) 
 
 
 def _speed(
-    report: Report, name: str, doc: tracepack.Document, codec: str, zdict: zstandard.ZstdCompressionDict
+    report: Report,
+    name: str,
+    doc: tracepack.Document,
+    codec: str,
+    zdict: zstandard.ZstdCompressionDict,
+    *,
+    before_codec: str | None = None,
 ) -> None:
     """Writing and reading the best codec as this build does (schema 1.2 tables, ``forms`` string columns,
     the built-in dictionary), at zstd level 3 (the API default), in CPU time, every side in turn in each
@@ -246,29 +254,33 @@ def _speed(
     * today, the builds before the size work: the program without 1.2's tables and interned extensions,
       plain string columns, no dictionary (what ``tracepack.dumps`` wrote before issue 10);
     * main before schema 1.2: the same program without 1.2's tables, ``forms`` string columns, main's
-      dictionary (torch-export-2)."""
+      dictionary (torch-export-2).
+
+    ``before_codec`` (default ``codec``) is what the two older sides write: the best of columnar and
+    MessagePack, the candidates before the FlatBuffers column layout, when that layout is the best now."""
     gc.collect()
     gc.freeze()  # what is alive already is kept out of the collector's way, for both sides alike
     try:
         small = len(doc) < 2000
         rounds, min_time = (7, 0.1) if small else (5, 0.0)
         old = _as_main(doc)
+        then = before_codec or codec
         main_dict = dictionaries.get("torch-export-2")
         with columnar.plain_strings():
-            before = tracepack.dumps(old, codec=codec)
-        main = tracepack.dumps(old, codec=codec, zstd_dict=main_dict)
+            before = tracepack.dumps(old, codec=then)
+        main = tracepack.dumps(old, codec=then, zstd_dict=main_dict)
         now = tracepack.dumps(doc, codec=codec, zstd_dict=zdict)
         if tracepack.loads(before) != old or tracepack.loads(main) != old or tracepack.loads(now) != doc:
             raise AssertionError(f"{name}: a timed file does not decode to its document")
 
         def encode_before() -> bytes:
             with columnar.plain_strings():
-                return tracepack.dumps(old, codec=codec)
+                return tracepack.dumps(old, codec=then)
 
         t_enc0, t_encm, t_enc, t_dec0, t_decm, t_dec = _interleaved(
             [
                 encode_before,
-                partial(tracepack.dumps, old, codec=codec, zstd_dict=main_dict),
+                partial(tracepack.dumps, old, codec=then, zstd_dict=main_dict),
                 partial(tracepack.dumps, doc, codec=codec, zstd_dict=zdict),
                 partial(tracepack.loads, before),
                 partial(tracepack.loads, main),
@@ -279,10 +291,11 @@ def _speed(
         )
     finally:
         gc.unfreeze()
-    note = f"{codec}: as written now vs before the size work (plain strings, no 1.2 tables, no dictionary)"
+    codecs = codec if then == codec else f"{codec} (before: {then})"
+    note = f"{codecs}: as written now vs before the size work (plain strings, no 1.2 tables, no dictionary)"
     note += "; CPU time; < 1 means slower"
     report.add(Figure(SECTION, f"{name}: encode vs today", t_enc, t_enc0, "s", target=1 / 1.2, note=note))
     report.add(Figure(SECTION, f"{name}: decode vs today", t_dec, t_dec0, "s", target=1 / 1.2, note=note))
-    note = f"{codec}: 1.2 tables + torch-export-3 vs main (no 1.2 tables, torch-export-2); CPU time; < 1 means slower"
+    note = f"{codecs}: 1.2 tables + torch-export-3 vs main (no 1.2 tables, torch-export-2); CPU time; < 1 means slower"
     report.add(Figure(SECTION, f"{name}: encode vs main", t_enc, t_encm, "s", target=1 / 1.2, note=note))
     report.add(Figure(SECTION, f"{name}: decode vs main", t_dec, t_decm, "s", target=1 / 1.2, note=note))

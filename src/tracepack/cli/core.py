@@ -30,7 +30,7 @@ from tracepack.cli._common import (
 from tracepack.errors import TracepackError, UsageError
 
 #: Codecs ``convert`` tries for a torch input when no ``--codec`` is given; the smallest file wins.
-TORCH_CODECS = ("columnar", "msgpack")
+TORCH_CODECS = ("columnar", "msgpack", "flatbuffers-columns")
 
 
 def _convert_targets(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -337,7 +337,8 @@ def register(sub: Any) -> None:
         "--codec",
         choices=list(CODECS),
         default=None,
-        help="payload codec (default: for torch inputs the smaller of columnar and msgpack, else msgpack)",
+        help="payload codec (default: for torch inputs the smallest of columnar, msgpack and flatbuffers-columns, "
+        "else msgpack)",
     )
     c.add_argument("--compression", choices=list(COMPRESSIONS), default="zstd", help="default zstd")
     c.add_argument("--level", type=int, default=3, help="zstd level, -7..22 (default 3)")
