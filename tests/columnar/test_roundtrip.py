@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from tracepack_generated import v1_0
 
 import tracepack
@@ -179,3 +180,17 @@ def _values(entry: list[Any]) -> list[Any]:
 
 def _undelta(values: list[int]) -> list[int]:
     return list(itertools.accumulate(values))
+
+
+@given(doc=documents(), named=st.lists(st.booleans(), min_size=1, max_size=64))
+def test_columns_by_number_or_by_name_read_alike(doc: tracepack.Document, named: list[bool]) -> None:
+    """Layout 2: any mix of numbered and named columns, in any order, decodes to the same document."""
+    data = columnar.encode(doc.raw, CURRENT)
+    payload: dict[str, Any] = msgspec.msgpack.decode(data)
+    paths, numbers = columnar.path_numbers()
+    keys = list(payload["columns"])
+    assert all(type(k) is int and paths[k] for k in keys)
+    mixed = {(paths[k] if named[i % len(named)] else k): payload["columns"][k] for i, k in enumerate(reversed(keys))}
+    again = msgspec.msgpack.encode({**payload, "columns": mixed})
+    assert columnar.decode(again, CURRENT) == doc.raw
+    assert {numbers.get(p, p) if isinstance(p, str) else p for p in mixed} == set(keys)
