@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 import zstandard
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracepack
@@ -78,10 +78,10 @@ def test_a_build_without_the_layout_refuses_it_in_one_line(monkeypatch: pytest.M
     assert str(info.value).startswith("new.tpk: header byte 16: unknown codec id 4; expected 0 (json), 1 (msgpack)")
 
 
-@pytest.mark.parametrize(("compression", "level"), [("none", 0), ("zstd", 3)])
-@given(doc=documents())
-def test_roundtrip_equal(doc: tracepack.Document, compression: str, level: int) -> None:
-    data = tracepack.dumps(doc, codec=CODEC, compression=compression, level=level)
+@settings(max_examples=60)
+@given(doc=documents(), compression=st.sampled_from(["none", "zstd"]))
+def test_roundtrip_equal(doc: tracepack.Document, compression: str) -> None:
+    data = tracepack.dumps(doc, codec=CODEC, compression=compression, level=3)
     back = tracepack.loads(data)
     assert back == doc
     assert back.raw.header == doc.raw.header
@@ -188,6 +188,7 @@ def _read_everything(data: bytes) -> None:
             assert "\n" not in message
 
 
+@settings(max_examples=60)
 @given(doc=documents(max_nodes=5), data=st.data())
 def test_random_bit_flips_only_raise_tracepack_errors(doc: tracepack.Document, data: st.DataObject) -> None:
     blob = bytearray(tracepack.dumps(doc, codec=CODEC, compression="none"))

@@ -68,10 +68,20 @@ def _write(doc: tracepack.Document, path: Path, **kw: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=built_documents())
-def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path, layout: str) -> None:
+def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path) -> None:
+    _lazy_equals_eager(built, tmp_path, "flatbuffers")
+
+
+# The column layout's own reader on fewer examples (its decoder has its own property tests, and CI time counts).
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
+@given(built=built_documents())
+def test_lazy_equals_eager_in_the_column_layout(built: BuiltDocument, tmp_path: Path) -> None:
+    _lazy_equals_eager(built, tmp_path, "flatbuffers-columns")
+
+
+def _lazy_equals_eager(built: BuiltDocument, tmp_path: Path, layout: str) -> None:
     doc = built.doc
     with tracepack.open(_write(doc, tmp_path / "doc.tpk", codec=layout)) as lz:
         _same_document(lz, doc)
@@ -83,12 +93,19 @@ def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path, layout: str) ->
         lz.verify()
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=provenance_documents())
-def test_lazy_equals_eager_with_provenance_and_end_lines(
-    built: ProvenanceDocument, tmp_path: Path, layout: str
-) -> None:
+def test_lazy_equals_eager_with_provenance_and_end_lines(built: ProvenanceDocument, tmp_path: Path) -> None:
+    _lazy_equals_eager_with_provenance(built, tmp_path, "flatbuffers")
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(built=provenance_documents())
+def test_lazy_equals_eager_with_provenance_in_the_column_layout(built: ProvenanceDocument, tmp_path: Path) -> None:
+    _lazy_equals_eager_with_provenance(built, tmp_path, "flatbuffers-columns")
+
+
+def _lazy_equals_eager_with_provenance(built: ProvenanceDocument, tmp_path: Path, layout: str) -> None:
     doc = built.doc
     with tracepack.open(_write(doc, tmp_path / "doc.tpk", codec=layout)) as lz:
         _same_document(lz, doc)
