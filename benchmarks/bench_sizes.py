@@ -165,9 +165,9 @@ def _flatbuffers_layouts(
 ) -> None:
     """FlatBuffers + zstd -19 (+ dictionary) in the newest version's layout (its own vtable per table, 1.2
     on) against 1.1's (shared vtables), both against zstd -19 of model.json; and the payload's encode and
-    full decode, newest layout against 1.1's, timed interleaved (the same program: in 1.1 as 1.1 holds it,
-    the signature and module call graph in the program's JSON; in the newest version as this build writes
-    it)."""
+    full decode, newest layout against 1.1's, CPU time, every side in turn per round (:func:`_interleaved`;
+    the same program: in 1.1 as 1.1 holds it, the signature and module call graph in the program's JSON;
+    in the newest version as this build writes it)."""
     from tracepack.codecs import flatbuffers as fbc
     from tracepack.versions import VERSIONS
 
@@ -183,12 +183,18 @@ def _flatbuffers_layouts(
                note=f"1.1 layout {_z19(before, zdict) / z_json:.2f}x; uncompressed {len(after)} B vs {len(before)} B")
     )  # fmt: skip
     small = len(doc) < 2000
-    repeat, min_time = (5, 0.2) if small else (3, 0.0)
-    t_enc0 = best_time(partial(fbc.encode, raw_old, old), repeat=repeat, min_time=min_time)
-    t_enc = best_time(partial(fbc.encode, raw_new, newest), repeat=repeat, min_time=min_time)
-    t_dec0 = best_time(partial(fbc.decode, before, old), repeat=repeat, min_time=min_time)
-    t_dec = best_time(partial(fbc.decode, after, newest), repeat=repeat, min_time=min_time)
-    note = f"flatbuffers payload, {label} layout vs 1.1's; ratio < 1 means slower"
+    rounds, min_time = (7, 0.1) if small else (5, 0.0)
+    t_enc0, t_enc, t_dec0, t_dec = _interleaved(
+        [
+            partial(fbc.encode, raw_old, old),
+            partial(fbc.encode, raw_new, newest),
+            partial(fbc.decode, before, old),
+            partial(fbc.decode, after, newest),
+        ],
+        rounds=rounds,
+        min_time=min_time,
+    )
+    note = f"flatbuffers payload, {label} layout vs 1.1's; CPU time; ratio < 1 means slower"
     for what, t, t0 in (("encode", t_enc, t_enc0), ("decode", t_dec, t_dec0)):
         report.add(Figure(SECTION, f"{name}: flatbuffers {what} vs 1.1 layout", t, t0, "s", target=1 / 1.2, note=note))
 
