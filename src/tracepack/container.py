@@ -216,7 +216,10 @@ def _decompress(
         from tracepack import dictionaries  # only a dictionary-compressed payload needs them
 
         if zstd_dict is None:
-            zstd_dict = dictionaries.by_id(header.dict_id)  # a built-in one: no file needed
+            try:
+                zstd_dict = dictionaries.by_id(header.dict_id)  # a built-in one: no file needed
+            except ContainerError as exc:  # a withdrawn one: say so, naming the file
+                raise ContainerError(exc.problem, source=source, where=exc.where, expected=exc.expected) from None
         if zstd_dict is None:
             raise ContainerError(
                 f"compressed with zstd dictionary {header.dict_id}, which this install does not have",

@@ -4,7 +4,10 @@ A file compressed with a built-in dictionary reads on any install that ships it,
 the user's side: :func:`tracepack.loads` finds the dictionary by the id in the header. A file
 whose dictionary this install does not have fails with a one-line error naming the id (and, if
 known, the name). Dictionaries are never replaced: a retrained one gets a new id and file, and
-every dictionary ever shipped stays in :data:`BUILTIN` (docs/dictionaries.md).
+every dictionary ever shipped stays in :data:`BUILTIN` (docs/dictionaries.md). One superseded during
+development, before any submitted build shipped it, is *withdrawn*: its entry keeps its id and name
+reserved (never reused), its file is not shipped, and a file naming it is refused with one line
+saying so.
 
 Ids are in zstd's free range (32768 <= id < 2**31): ``0x54504B00 + n`` (``TPK`` and a serial).
 """
@@ -28,6 +31,7 @@ __all__ = [
     "TRAINING",
     "EXECUTORCH",
     "EXECUTORCH_TRAINING",
+    "SHIPPED",
     "DictionarySpec",
     "by_id",
     "default_for",
@@ -60,11 +64,14 @@ class DictionarySpec:
     #: The commit whose importer and codecs made the training samples: ``make dictionary-check``
     #: reproduces the file byte for byte there (later changes to either change the samples).
     trained_at: str = ""
+    #: Why the dictionary is not shipped (superseded before any submitted build had it); empty when it is.
+    withdrawn: str = ""
 
 
 _PACKAGE: Final = "tracepack.data.zstd"
 
-#: Every dictionary this build ships, oldest first. Never remove or change an entry.
+#: Every dictionary this build knows, oldest first (withdrawn ones too: their ids stay reserved).
+#: Never remove or change an entry.
 BUILTIN: Final[tuple[DictionarySpec, ...]] = (
     DictionarySpec(
         name="torch-export-1",
@@ -102,6 +109,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         k=4096,
         doc="ExecuTorch 1.5.1 ETRecord methods (scripts/executorch/dictionary_corpus.py), MessagePack and columnar",
         trained_at="0d94cf9 (its corpus: dictionary_corpus.py of that commit, executorch 1.5.1, torch 2.13.0)",
+        withdrawn="superseded by executorch-edge-2 in the session that trained it",
     ),
     DictionarySpec(
         name="executorch-edge-2",
@@ -125,6 +133,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         doc="retrained once torch.export imports group their string table by field; columnar and MessagePack "
         "payloads weigh twice, FlatBuffers once, JSON not at all; 512 KiB, k=1024",
         trained_at="08df757",
+        withdrawn="superseded by torch-export-6 in the session that trained it",
     ),
     DictionarySpec(
         name="torch-export-5",
@@ -136,6 +145,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers"),
         doc="as torch-export-4, retrained once columnar layout 2 keyed columns by number; 512 KiB, k=2048",
         trained_at="8776631",
+        withdrawn="superseded by torch-export-6 in the session that trained it",
     ),
     DictionarySpec(
         name="torch-export-6",
@@ -151,14 +161,16 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
-TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-")][-1]
+TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-") and not d.withdrawn][-1]
 #: The dictionary writers use for torch documents unless told otherwise.
 DEFAULT: Final = TRAINING.name
 #: The dictionary ``scripts/executorch/train_dictionary.py`` writes (the newest ExecuTorch one).
-EXECUTORCH_TRAINING: Final = [d for d in BUILTIN if d.name.startswith("executorch-")][-1]
+EXECUTORCH_TRAINING: Final = [d for d in BUILTIN if d.name.startswith("executorch-") and not d.withdrawn][-1]
 #: The dictionary writers use for ExecuTorch documents (an ETRecord's methods).
 EXECUTORCH: Final = EXECUTORCH_TRAINING.name
 
+#: The dictionaries this build ships: every entry of :data:`BUILTIN` that is not withdrawn.
+SHIPPED: Final = tuple(d for d in BUILTIN if not d.withdrawn)
 _BY_ID: Final = {d.dict_id: d for d in BUILTIN}
 _BY_NAME: Final = {d.name: d for d in BUILTIN}
 
@@ -178,6 +190,13 @@ def dictionary_path(spec: DictionarySpec) -> Path:
 
 @cache
 def _load(spec: DictionarySpec) -> zstandard.ZstdCompressionDict:
+    if spec.withdrawn:
+        raise ContainerError(
+            f"zstd dictionary {spec.name} (id {spec.dict_id}) was withdrawn before any release ({spec.withdrawn}); "
+            "no build ships it",
+            where="header byte 20",
+            expected=f"a file written with a shipped dictionary ({known()}): convert it again from its source",
+        )
     try:
         data = resources.files(_PACKAGE).joinpath(spec.file).read_bytes()
     except (FileNotFoundError, ModuleNotFoundError):
@@ -228,8 +247,10 @@ def by_id(dict_id: int) -> zstandard.ZstdCompressionDict | None:
 def get(name: str = DEFAULT) -> zstandard.ZstdCompressionDict:
     """The built-in dictionary called ``name``."""
     spec = _BY_NAME.get(name)
-    if spec is None:
-        raise UsageError(f"no built-in zstd dictionary {name!r}", where="zstd_dict", expected=" or ".join(_BY_NAME))
+    if spec is None or spec.withdrawn:
+        raise UsageError(
+            f"no built-in zstd dictionary {name!r}", where="zstd_dict", expected=" or ".join(d.name for d in SHIPPED)
+        )
     return _load(spec)
 
 
@@ -240,7 +261,7 @@ def resolve(value: zstandard.ZstdCompressionDict | str | None) -> zstandard.Zstd
 
 def known() -> str:
     """The built-in dictionaries, for error messages: ``1414548225 (torch-export-1)``."""
-    return ", ".join(describe(d.dict_id) for d in BUILTIN) or "none"
+    return ", ".join(describe(d.dict_id) for d in SHIPPED) or "none"
 
 
 def describe(dict_id: int) -> str:

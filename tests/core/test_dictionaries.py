@@ -35,7 +35,7 @@ def _with_dict_id(data: bytes, dict_id: int) -> bytes:
 
 def test_every_builtin_ships_with_its_checksum_and_id() -> None:
     assert len({d.name for d in dictionaries.BUILTIN}) == len(dictionaries.BUILTIN)
-    for spec in dictionaries.BUILTIN:
+    for spec in dictionaries.SHIPPED:
         data = resources.files("tracepack.data.zstd").joinpath(spec.file).read_bytes()
         assert hashlib.sha256(data).hexdigest() == spec.sha256
         # A real zstd dictionary: zstd's own parser reads the id from its header.
@@ -51,7 +51,7 @@ def test_builtin_dictionary_round_trips_without_a_file(doc: tracepack.Document) 
     assert tracepack.loads(data) == doc
 
 
-@pytest.mark.parametrize("name", [d.name for d in dictionaries.BUILTIN])
+@pytest.mark.parametrize("name", [d.name for d in dictionaries.SHIPPED])
 def test_every_shipped_dictionary_still_reads(name: str) -> None:
     doc = import_model_json(_model_json(CORPUS / "dynamic.pt2"))
     data = tracepack.dumps(doc, codec="columnar", level=19, zstd_dict=name)
@@ -83,6 +83,33 @@ def test_missing_dictionary_is_one_line_naming_it() -> None:
     assert "\n" not in text
     assert text.startswith("m.tpk: header byte 20: compressed with zstd dictionary 1414548479, which this install")
     assert dictionaries.known() in text
+
+
+WITHDRAWN = [d for d in dictionaries.BUILTIN if d.withdrawn]
+
+
+def test_withdrawn_dictionaries_are_not_shipped_and_keep_their_ids() -> None:
+    assert WITHDRAWN, "this build withdrew torch-export-4/-5 and executorch-edge-1"
+    shipped = {d.dict_id for d in dictionaries.SHIPPED}
+    files = {p.name for p in resources.files("tracepack.data.zstd").iterdir()}
+    for spec in WITHDRAWN:
+        assert spec.dict_id not in shipped
+        assert spec.file not in files  # not in the package
+        assert spec.name not in dictionaries.known()
+    assert dictionaries.TRAINING not in WITHDRAWN
+    assert dictionaries.EXECUTORCH_TRAINING not in WITHDRAWN
+
+
+@pytest.mark.parametrize("spec", WITHDRAWN, ids=lambda d: d.name)
+def test_file_naming_a_withdrawn_dictionary_is_refused_in_one_line(spec: dictionaries.DictionarySpec) -> None:
+    data = tracepack.dumps(tracepack.DocumentBuilder().build(), compression="zstd", zstd_dict=dictionaries.DEFAULT)
+    with pytest.raises(ContainerError) as info:
+        tracepack.loads(_with_dict_id(data, spec.dict_id), source="m.tpk")
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(f"m.tpk: header byte 20: zstd dictionary {spec.name} (id {spec.dict_id}) was withdrawn")
+    with pytest.raises(tracepack.UsageError, match=f"no built-in zstd dictionary '{spec.name}'"):
+        tracepack.dumps(tracepack.DocumentBuilder().build(), zstd_dict=spec.name)
 
 
 def test_cli_missing_dictionary_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -271,8 +271,8 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_
 
     With ``group_strings`` (a program of at most :data:`GROUP_STRINGS_MAX_NODES` nodes), the string
     table comes grouped by field (:func:`tracepack.string_order.group_strings`), the order the
-    ``torch-export-4`` dictionary was trained on; ETRecord methods keep the import's own order, which
-    ``executorch-edge-1`` was trained on.
+    ``torch-export-6`` dictionary was trained on; ETRecord methods keep the import's own order, which
+    ``executorch-edge-2`` was trained on.
 
     Every schema major a torch release wrote is read (:data:`SUPPORTED_MAJORS`).
     Graphs nested in node arguments (``torch.cond``, ``map``)
