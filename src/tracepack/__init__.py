@@ -125,11 +125,17 @@ def loads(
     version = reader_version(header.schema_version, source=source)
     newer = version != header.schema_version
     _, codec = codec_by_name(header.codec)
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import parse_json, run
 
     try:
-        with reading(source, DecodeError, "payload"):  # MessagePack/JSON nested thousands deep
-            raw = codec.decode(payload, version, source=source)
+        # MessagePack/JSON nested thousands deep: measured (JSON) or given a raised limit only if the
+        # decode runs out of room
+        if header.codec == "json":
+            raw = parse_json(
+                lambda: codec.decode(payload, version, source=source), payload, source, DecodeError, "payload"
+            )
+        else:
+            raw = run(lambda: codec.decode(payload, version, source=source), source, DecodeError, "payload")
     except DecodeError as exc:
         raise (from_newer_file(exc, header.schema_version, version) if newer else exc) from None
     declared = (raw.header.version.major, raw.header.version.minor)

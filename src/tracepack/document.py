@@ -419,11 +419,10 @@ class NodeView:
 def json_value(text: str, where: str) -> Any:
     """Parse JSON text stored in a document, as a DecodeError when it is not JSON (or nests, or
     holds an integer, past the budgets of :mod:`tracepack.io.guard`)."""
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import parse_json
 
     try:
-        with reading(None, DecodeError, where):
-            return json.loads(text)
+        return parse_json(lambda: json.loads(text), text, None, DecodeError, where)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"stored JSON is not valid: {exc.msg} at character {exc.pos}", where=where) from None
 

@@ -93,11 +93,10 @@ def split(text: str, intern: Callable[[str], int]) -> tuple[str, list[int]] | No
 def fill_value(template: str, refs: Sequence[int], strings: Sequence[str], *, where: str = "$.extensions") -> Any:
     """The JSON value of a template with its string values filled in from ``refs`` (parsed within the
     budgets of :mod:`tracepack.io.guard`, as all stored JSON is)."""
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import parse_json
 
     try:
-        with reading(None, DecodeError, f"{where}.template"):
-            value = json.loads(template)
+        value = parse_json(lambda: json.loads(template), template, None, DecodeError, f"{where}.template")
     except json.JSONDecodeError:
         raise DecodeError("the template is not JSON", where=f"{where}.template", expected="JSON text") from None
     it = iter(refs)

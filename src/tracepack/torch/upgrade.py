@@ -387,11 +387,12 @@ def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
         raw = merged.get(member)
         if raw is None:
             raw = archive.read(member, limit=pt2.MAX_PROGRAM_BYTES)
-        with guard.reading(where, LegacyFormatError):
-            try:
-                program = json.loads(raw)
-            except ValueError as exc:
-                raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
+        try:
+            program = guard.parse_json(lambda: json.loads(raw), raw, where, LegacyFormatError)  # noqa: B023
+        except LegacyFormatError:
+            raise
+        except ValueError as exc:
+            raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
         if type(program) is not dict:
             raise LegacyFormatError("the program is not a JSON object", source=where)
         replace[member] = json.dumps(_upgraded(program, where=where)).encode()

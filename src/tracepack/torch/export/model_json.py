@@ -281,9 +281,9 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_
     schema version) with ``co_fileinfo_ordered_list`` (file and line tables of its own, node stack traces
     as file indices and line numbers) fills the file and line tables.
     """
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import parse_json
 
-    with reading(source, LegacyFormatError):  # JSON nested thousands deep, giant integers
+    def parse() -> Document:
         obj = _loads(data, source)
         _check_exact_text(data, obj, source)
         _check_program(obj, source)
@@ -293,6 +293,10 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_
             # Nested graphs and PR #121675 file tables are checked as a whole; keep them as JSON if they
             # do not come back exactly (every node is still checked on its own).
             doc = _Importer(obj, structured=False).run()
+        return doc
+
+    # JSON nested thousands deep, giant integers: measured only if the parse runs out of room
+    doc = parse_json(parse, data, source, LegacyFormatError)
     if group_strings and len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
         return Document(string_order.group_strings(doc.raw, doc.version))
     return doc
@@ -693,10 +697,10 @@ def export_model_json(doc: Document) -> bytes:
 
 def _export(doc: Document) -> str:
     from tracepack.errors import DecodeError
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import run
 
-    with reading(None, DecodeError, "$"):  # as deep as the import allowed: the same max_depth budget
-        return _dumps(export_program(doc))
+    # as deep as the import allowed: the same max_depth budget
+    return run(lambda: _dumps(export_program(doc)), None, DecodeError, "$")
 
 
 def export_program(doc: Document) -> Any:
