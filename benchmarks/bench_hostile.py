@@ -25,6 +25,7 @@ Figures:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -250,12 +251,71 @@ def _streaming_rss(report: Report, folder: Path, gib: float) -> None:
         )
 
 
+def _upgrade_rss(report: Report, folder: Path, gib: float) -> None:
+    """Figure (d): peak RSS of ``tracepack upgrade`` (streamed) of the sample with one stored weight
+    member of ``gib`` GiB, against the same command on the sample alone (torch's import is most of
+    either: the weights must add nothing)."""
+    weight = int(gib * (1 << 30))
+    exe = [sys.executable, "-m", "tracepack", "upgrade", "-f"]
+    big = folder / "big.pt2"
+    _big_pt2(big, weight)
+    _, rss_small = _run_measured([*exe, str(SAMPLE), str(folder / "small-new.pt2")])
+    t_big, rss_big = _run_measured([*exe, str(big), str(folder / "big-new.pt2")])
+    with zipfile.ZipFile(folder / "big-new.pt2") as z:
+        member = z.getinfo(f"{z.namelist()[0].split('/')[0]}/data/weights_big")
+        assert member.file_size == weight, "the weight member must come through whole"
+    for p in (big, folder / "big-new.pt2", folder / "small-new.pt2"):
+        p.unlink()
+    report.add(
+        Figure(
+            "hostile",
+            f"(d) upgrade (streamed) with a {gib:g} GiB weight: peak RSS vs the sample alone",
+            rss_big,
+            rss_small,
+            "B",
+            target=1.1,
+            higher_is_better=False,
+            note=f"{rss_big / 2**20:.0f} MB vs {rss_small / 2**20:.0f} MB (torch's import), {t_big:.1f} s",
+        )
+    )
+
+
+def _guard_cost(report: Report) -> None:
+    """Figure (e): the JSON budgets' cost on a 10k-node model.json: the pre-scan (run only when a
+    parse runs out of room or a budget is below the interpreter's limit) against the import, and
+    the guard's cost on a real document (none is measured: the parse runs once, as it is)."""
+    import json
+
+    from benchmarks.corpus import stacked_model_json
+    from tracepack.errors import DecodeError
+    from tracepack.io import guard
+    from tracepack.torch.export.model_json import import_model_json
+
+    data = stacked_model_json(150)
+    nodes = len(json.loads(data)["graph_module"]["graph"]["nodes"])
+    t_scan = best_time(lambda: guard.scan_json(data, min_digits=4301), repeat=3, min_time=0.2)
+    t_import = best_time(lambda: import_model_json(data, source="m.json"), repeat=3, min_time=0.5)
+    t_loads = best_time(lambda: json.loads(data), repeat=5, min_time=0.3)
+    t_guarded = best_time(
+        lambda: guard.parse_json(lambda: json.loads(data), data, "m.json", DecodeError),
+        repeat=5,
+        min_time=0.3,
+    )
+    note = f"{nodes:,} nodes, {len(data) / 2**20:.1f} MB; scan {t_scan * 1e3:.0f} ms, json.loads {t_loads * 1e3:.0f} ms"
+    scan = Figure("hostile", "(e) JSON pre-scan vs import_model_json (10k nodes)", t_scan, t_import, "s")
+    report.add(dataclasses.replace(scan, target=0.25, higher_is_better=False, note=note))
+    bare = Figure("hostile", "(e) json.loads under the guard vs bare (10k nodes)", t_guarded, t_loads, "s")
+    report.add(dataclasses.replace(bare, target=1.05, higher_is_better=False, note="nothing measured or changed"))
+
+
 def run(report: Report) -> None:
     gib = float(os.environ.get("TRACEPACK_BENCH_PT2_GB", "2"))
     with tempfile.TemporaryDirectory(prefix="tracepack-bench-") as tmp:
         _pack_vs_cp(report, Path(tmp), gib)
         _streaming_rss(report, Path(tmp), gib)
+        _upgrade_rss(report, Path(tmp), gib)
         shutil.rmtree(tmp, ignore_errors=True)
+    _guard_cost(report)
 
     from tracepack import traces
 

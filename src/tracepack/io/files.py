@@ -283,6 +283,8 @@ def atomic_output(
         raise UsageError(f"cannot write: {_os_problem(exc)}", source=str(target)) from None
     done = False
     try:
+        if durable:
+            _FLUSH_BEHIND.add(fd)
         with os.fdopen(fd, "wb", closefd=False) as f:
             yield f
             f.flush()
@@ -293,10 +295,23 @@ def atomic_output(
     except OSError as exc:
         raise UsageError(f"cannot write: {_os_problem(exc)}", source=str(target)) from None
     finally:
+        _FLUSH_BEHIND.discard(fd)
         os.close(fd)
         if tmp is not None and not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+#: Descriptors of durable outputs being written: large copies into them start writeback as they go.
+_FLUSH_BEHIND: set[int] = set()
+
+
+def flushes_behind(fd: int) -> bool:
+    """Whether ``fd`` is a durable :func:`atomic_output` being written: it will be synced at the
+    end, so a large copy into it should start the disk writing each part as soon as it is copied
+    (``tracepack.io.zip`` does, with ``POSIX_FADV_DONTNEED``), instead of leaving gigabytes of
+    dirty pages for the final ``fsync``."""
+    return fd in _FLUSH_BEHIND
 
 
 def _publish(fd: int, tmp: Path | None, target: Path, *, overwrite: bool) -> None:
