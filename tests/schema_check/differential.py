@@ -36,14 +36,14 @@ from typing import Any
 
 import msgspec
 
-from tracepack.codecs import _fbrt, columnar
+from tracepack.codecs import _fbrt, columnar, fbcolumns
 from tracepack.codegen.emit_fbs_python import emit_fbs_python
 from tracepack.codegen.emit_python import emit_python
 from tracepack.codegen.model import INT_RANGES, Field, Schema, Struct, TypeRef
 
 __all__ = ["CODECS", "Generated", "Identity", "Outcome", "cross_check", "generated", "port", "sample"]
 
-CODECS = ("json", "msgpack", "flatbuffers", "columnar")
+CODECS = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
 
 _ROOT = Path(tempfile.mkdtemp(prefix="tracepack-differential-"))
 sys.path.insert(0, str(_ROOT))
@@ -86,6 +86,8 @@ class Generated:
             return msgspec.msgpack.encode(raw)
         if codec == "flatbuffers":
             return bytes(self.fbcodec.encode(raw))
+        if codec == "flatbuffers-columns":
+            return _fbcolumns_encode(raw, self.root)
         return columnar.encode_model(raw, self.root)
 
     def decode(self, codec: str, data: bytes) -> Any:
@@ -96,10 +98,29 @@ class Generated:
             raw = self._msgpack.decode(data)
         elif codec == "flatbuffers":
             raw = self.fbcodec.decode(_fbrt.Reader(memoryview(data)))
+        elif codec == "flatbuffers-columns":
+            raw = _fbcolumns_decode(data, self.root)
         else:
             raw = columnar.decode_model(data, self.root)
         self.validate(raw)
         return raw
+
+
+def _fbcolumns_encode(raw: Any, root: type) -> bytes:
+    """The ``Columns`` buffer :func:`tracepack.codecs.fbcolumns.encode` writes, for any root type.
+
+    The codec's own entry points take a release's ``Document``; this is their shredder and writer on
+    the columnar plan of ``root`` (the side index after the buffer, a list of node names, is left out:
+    the decoder ignores it)."""
+    shredder = fbcolumns._Shredder()
+    shredder.shred(columnar._plan(root), [raw])
+    return fbcolumns._write(shredder.values)
+
+
+def _fbcolumns_decode(data: bytes, root: type) -> Any:
+    """:func:`tracepack.codecs.fbcolumns.decode` for any root type: the directory, then the plan's rows."""
+    directory = fbcolumns.Directory(memoryview(data), None)
+    return columnar._plan(root).decode(fbcolumns._Reader(directory, len(data), None), 1)[0]
 
 
 _BY_ID: dict[int, tuple[Schema, Generated]] = {}
@@ -294,12 +315,20 @@ class _Sampler:
     limits: dict[int, tuple[int, int]]
     #: Whether seed 3 has a string table past 2**16 (references that need more than a u16).
     big: bool = False
+    #: Every field with a default holds it, in every row: the columns the FlatBuffers column layout
+    #: leaves out. Lists keep their items in seed 0; in seed ``s`` > 0 those of structs at depth
+    #: ``s - 1`` (the root is at 0) are empty, their default, so the fields above them have rows.
+    defaults: bool = False
+
+    def empty(self, f: Field, depth: int) -> bool:
+        """Whether a list field holds its default ``[]`` (see ``defaults``)."""
+        return self.defaults and depth == self.seed - 1 and f.has_default and f.type.kind == "list"
 
     def scalar(self, f: Field | None, t: TypeRef, k: int) -> Any:
         """Value number ``k`` (0: the default, or a plain value) of a scalar type."""
         if f is not None and f.deprecated and f.type == t:
             return _zero(f, t, self)
-        if k % 4 == 0 and f is not None and f.has_default and f.type.kind != "list":
+        if (k % 4 == 0 or self.defaults) and f is not None and f.has_default and f.type.kind != "list":
             return _default(f, self.g, self.schema)
         if t.kind in ("str", "bytes"):
             s = ["", "text", "ünï"][k % 3]
@@ -332,9 +361,9 @@ class _Sampler:
         value = n - 1 - k % 3 if n > _ROWS + len(_STRINGS) else k % n
         return min(value, self.limits.get(id(f), (0, value))[1])
 
-    def value(self, f: Field | None, t: TypeRef, depth: int, k: int) -> Any:
+    def value(self, f: Field | None, t: TypeRef, depth: int, k: int, row: int = 0) -> Any:
         if t.kind == "struct":
-            return self.struct(self.schema.structs[t.name], depth + 1, k)
+            return self.struct(self.schema.structs[t.name], depth + 1, k, row)
         if t.kind == "union":
             u = self.schema.unions[t.name]
             variants = [v for v in u.variants if self.allowed(u.name, v.name)]
@@ -351,13 +380,14 @@ class _Sampler:
             n = 3
             if t.item.kind == "union":
                 n = max(3, len(self.schema.unions[t.item.name].variants))
-            return [self.value(f, t.item, depth, k + i) for i in range(n)]
+            return [self.value(f, t.item, depth, k + i, i) for i in range(n)]
         return self.scalar(f, t, k)
 
-    def struct(self, s: Struct, depth: int, k0: int) -> Any:
+    def struct(self, s: Struct, depth: int, k0: int, row: int = 0) -> Any:
+        """A struct; ``row`` is its place in a list (tables in a list differ in their plain fields)."""
         cls = getattr(self.g.model, s.name)
         if s.table:
-            return cls(*[self.column(s, f) for f in s.fields])
+            return cls(*[self.column(s, f, row) for f in s.fields])
         args = []
         for f in s.fields:
             k = f.id + depth + k0  # k0 holds the seed, and which item of a list this is
@@ -365,7 +395,7 @@ class _Sampler:
                 args.append(None)
             elif f.deprecated:
                 args.append(_zero(f, f.type, self))
-            elif f.ref is not None and k % 4 == 0 and f.has_default:
+            elif f.ref is not None and (k % 4 == 0 or self.defaults) and f.has_default:
                 args.append(_default(f, self.g, self.schema))
             elif f.ref is not None:
                 n = self.sizes[f.ref]
@@ -373,15 +403,15 @@ class _Sampler:
                     args.append([self.ref(f, k + i, n, False) for i in range(3)])
                 else:
                     args.append(self.ref(f, k, n, False))
-            elif f.type.kind == "list" and (depth > 8 or k % 4 == 0):
+            elif f.type.kind == "list" and (depth > 8 or k % 4 == 0 or self.empty(f, depth)):
                 args.append([])  # empty: what writers that omit defaults leave out
             else:
                 args.append(self.value(f, f.type, depth, k))
         return cls(*args)
 
-    def column(self, s: Struct, f: Field) -> Any:
+    def column(self, s: Struct, f: Field, row: int = 0) -> Any:
         if f.type.kind != "list":
-            return self.value(f, f.type, 1, self.seed + f.id)
+            return self.value(f, f.type, 1, self.seed + f.id + row)
         assert f.type.item is not None
         if (f.deprecated or f.sparse) and (f.sparse or f.pool) and (f.deprecated or self.seed % 2 == 0):
             return []
@@ -420,6 +450,8 @@ class _Sampler:
                 args.append(None)
             elif f.deprecated:  # writers leave a deprecated field at its default, as in struct()
                 args.append(_zero(f, f.type, self))
+            elif self.empty(f, 0):
+                args.append([])
             else:
                 args.append(self.value(f, f.type, 0, self.seed + f.id))
         return getattr(self.g.model, s.name)(*args)
@@ -446,7 +478,7 @@ def _zero_of(t: TypeRef, s: _Sampler) -> Any:
     return s.value(None, t, 9, 0)
 
 
-_SAMPLES: dict[tuple[str, int, bool], Any] = {}
+_SAMPLES: dict[tuple[str, int, bool, bool], Any] = {}
 
 
 def sample(
@@ -456,15 +488,17 @@ def sample(
     limits: dict[int, tuple[int, int]] | None = None,
     *,
     big: bool = False,
+    defaults: bool = False,
 ) -> Any:
-    """A valid document of ``schema`` (see the module doc), varied by ``seed``."""
+    """A valid document of ``schema`` (see the module doc), varied by ``seed``; with ``defaults``,
+    every field that has a default holds it."""
     if allowed is None and not limits:
-        key = (_key(schema), seed, big)
+        key = (_key(schema), seed, big, defaults)
         if key not in _SAMPLES:
-            _SAMPLES[key] = sample(schema, seed, lambda t, m: True, big=big)
+            _SAMPLES[key] = sample(schema, seed, lambda t, m: True, big=big, defaults=defaults)
         return _SAMPLES[key]
     g = generated(schema)
-    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}, big).root()
+    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}, big, defaults).root()
     g.validate(raw)
     return raw
 
@@ -524,6 +558,8 @@ def _old_ranges(a: Schema, b: Schema, identity: Identity) -> dict[int, tuple[int
 
 
 SEEDS = (0, 1, 2, 3)
+#: Samples at their defaults (see :func:`sample`), after the seeds' samples.
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
 def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Outcome:
@@ -539,10 +575,18 @@ def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Ou
         for s in schema.structs.values()
         for f in s.fields
     )
-    for seed in SEEDS:
-        reads.append(("old file, new reader", old, go, new, gn, sample(old, seed, big=big), identity))
+    for seed, defaults in [(s, False) for s in SEEDS] + [(s, True) for s in DEFAULT_SEEDS]:
+        older = sample(old, seed, big=big, defaults=defaults)
+        reads.append(("old file, new reader", old, go, new, gn, older, identity))
         try:
-            newer = sample(new, seed, _counterparts(old, new, identity), _old_ranges(old, new, identity), big=big)
+            newer = sample(
+                new,
+                seed,
+                _counterparts(old, new, identity),
+                _old_ranges(old, new, identity),
+                big=big,
+                defaults=defaults,
+            )
         except (IndexError, ZeroDivisionError):
             continue  # every value of some enum or union is new: nothing an older reader could read
         reads.append(("new file, old reader", new, gn, old, go, newer, identity.inverse()))

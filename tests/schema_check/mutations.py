@@ -39,7 +39,9 @@ __all__ = [
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
-ALL = ("json", "msgpack", "flatbuffers", "columnar")
+ALL = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+#: The column codecs: one column per field path (by name), enum values and variant ids by number.
+COLUMNS = ("columnar", "flatbuffers-columns")
 
 #: rule -> (bump, codecs it breaks), written down independently of tracepack.schema_check.rules.
 EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -55,9 +57,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "ENUM_RENAMED": ("minor", ()),
     "UNION_RENAMED": ("minor", ()),
     # msgspec writes a variant's tag first in its array wherever the struct appears.
-    # ... and columnar shreds an optional tagged struct as a one-variant union.
-    "STRUCT_BECAME_VARIANT": ("major", ("msgpack", "columnar")),
-    "STRUCT_NO_LONGER_VARIANT": ("major", ("msgpack", "columnar")),
+    # ... and the column codecs shred an optional tagged struct as a one-variant union.
+    "STRUCT_BECAME_VARIANT": ("major", ("msgpack", *COLUMNS)),
+    "STRUCT_NO_LONGER_VARIANT": ("major", ("msgpack", *COLUMNS)),
     "ENUM_ADDED": ("minor", ()),
     "ENUM_REMOVED": ("minor", ()),
     "UNION_ADDED": ("minor", ()),
@@ -66,7 +68,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_ADDED_WITHOUT_DEFAULT": ("major", ALL),
     "COLUMN_ADDED_NOT_SPARSE": ("major", ALL),
     "FIELD_REMOVED": ("major", ALL),
-    "FIELD_RENAMED": ("major", ("json", "columnar")),
+    "FIELD_RENAMED": ("major", ("json", *COLUMNS)),
     "FIELD_ID_CHANGED": ("major", ("msgpack", "flatbuffers")),
     "FIELD_FB_ID_CHANGED": ("major", ("flatbuffers",)),
     "FIELD_ID_REUSED": ("forbidden", ALL),
@@ -74,11 +76,11 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "FIELD_NAME_REUSED": ("forbidden", ALL),
     "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers",)),
     "FIELD_TYPE_CHANGED": ("major", ALL),
-    # JSON and FlatBuffers omit a value equal to the default; MessagePack (array-like structs) and
-    # columnar write every value.
-    "FIELD_DEFAULT_CHANGED": ("forbidden", ("json", "flatbuffers")),
-    "FIELD_DEFAULT_ADDED": ("major", ("json", "flatbuffers")),
-    "FIELD_DEFAULT_REMOVED": ("major", ("json", "flatbuffers")),
+    # JSON and FlatBuffers omit a value equal to the default, the FlatBuffers column layout a field
+    # whose every row holds it; MessagePack (array-like structs) and columnar write every value.
+    "FIELD_DEFAULT_CHANGED": ("forbidden", ("json", "flatbuffers", "flatbuffers-columns")),
+    "FIELD_DEFAULT_ADDED": ("major", ("json", "flatbuffers", "flatbuffers-columns")),
+    "FIELD_DEFAULT_REMOVED": ("major", ("json", "flatbuffers", "flatbuffers-columns")),
     "FIELD_MADE_OPTIONAL": ("major", ALL),
     "FIELD_MADE_REQUIRED": ("major", ALL),
     "FIELD_DEPRECATED": ("minor", ()),
@@ -92,16 +94,16 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "ENUM_VALUE_ADDED": ("minor", ()),
     "ENUM_VALUE_REMOVED": ("major", ALL),
     "ENUM_VALUE_RENAMED": ("major", ("json",)),
-    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers", "columnar")),
+    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers", *COLUMNS)),
     "ENUM_VALUE_DEPRECATED_REUSED": ("forbidden", ALL),
     "ENUM_VALUE_NUMBER_REUSED": ("forbidden", ALL),
-    "ENUM_VALUE_NAME_REUSED": ("forbidden", ("msgpack", "flatbuffers", "columnar")),
+    "ENUM_VALUE_NAME_REUSED": ("forbidden", ("msgpack", "flatbuffers", *COLUMNS)),
     "ENUM_VALUE_DEPRECATED": ("minor", ()),
     "ENUM_VALUE_UNDEPRECATED": ("minor", ()),
     "UNION_VARIANT_ADDED": ("minor", ()),
     "UNION_VARIANT_REMOVED": ("major", ALL),
     "UNION_VARIANT_RENAMED": ("major", ("json",)),
-    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers", "columnar")),
+    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers", *COLUMNS)),
     "UNION_VARIANT_TYPE_CHANGED": ("major", ALL),
     "UNION_VARIANT_ID_REUSED": ("forbidden", ALL),
     "UNION_VARIANT_DEPRECATED_REUSED": ("forbidden", ALL),

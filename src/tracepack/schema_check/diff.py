@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from tracepack.codegen.emit_fbs import fbs_field_ids
 from tracepack.codegen.model import INT_RANGES, Enum, Field, Schema, Struct, TypeRef, Union
-from tracepack.schema_check.rules import RULES, Bump, Codec
+from tracepack.schema_check.rules import CODECS, RULES, Bump, Codec
 
 __all__ = ["Finding", "diff_schemas", "is_promotion", "retired_reuse"]
 
@@ -312,7 +312,7 @@ class _Diff:
                     f"give {union} a new struct for the variant (a copy of {new.name})"
                     if became
                     else f"keep {new.name} a variant of {union} (deprecated)",
-                    codecs=("msgpack", "columnar") if optional else ("msgpack",),
+                    codecs=("msgpack", *_COLUMNS) if optional else ("msgpack",),
                 )
         if old.table != new.table:
             if new.table:
@@ -413,7 +413,7 @@ class _Diff:
         # required field that one side's files lack.
         codecs: tuple[Codec, ...] = ("msgpack", "flatbuffers")
         if o.required or n.required:
-            codecs += ("json", "columnar")
+            codecs += ("json", *_COLUMNS)
         if o.deprecated and not n.deprecated:
             self.add(
                 "FIELD_DEPRECATED_REUSED",
@@ -485,7 +485,7 @@ class _Diff:
                 + ("" if fb else " (FlatBuffers always writes floats)"),
                 f"restore `default = {_q(o.default)}` on `{where}`; for another default, add a new field "
                 f"and deprecate `{where}`",
-                codecs=("json", "flatbuffers") if fb else ("json",),
+                codecs=_omitters(fb),
             )
         elif o.has_default and not n.has_default:
             fb = _fb_omits(o) and not _fb_zero_default(o, self.old)
@@ -495,7 +495,7 @@ class _Diff:
                 f"default {_q(o.default)} was removed: files that omitted the field no longer decode"
                 + (_ALWAYS_ROWS if stored else ""),
                 f"restore `default = {_q(o.default)}` on `{where}`",
-                codecs=() if stored else ("json", "flatbuffers") if fb else ("json",),
+                codecs=() if stored else _omitters(fb),
             )
         elif n.has_default and not o.has_default:
             fb = _fb_omits(n) and not _fb_zero_default(n, self.new)
@@ -505,7 +505,7 @@ class _Diff:
                 f"got default {_q(n.default)}: writers omit it, older readers require it"
                 + (_ALWAYS_ROWS if stored else ""),
                 f"keep `{where}` without a default",
-                codecs=() if stored else ("json", "flatbuffers") if fb else ("json",),
+                codecs=() if stored else _omitters(fb),
             )
         if o.deprecated != n.deprecated:
             required = o.required or n.required
@@ -625,12 +625,16 @@ class _Diff:
     ) -> tuple[Codec, ...]:
         """Codecs that store an enum value: ``always`` (codecs that write every value) when the enum is
         used at all, plus JSON and FlatBuffers unless the value is only ever a field's default (which
-        they omit)."""
+        they omit), plus the FlatBuffers column layout unless it is only ever the default of fields
+        that have one row (a column whose every row holds the default is left out; one that mixes
+        it with other values is written whole)."""
         old_uses, new_uses = _enum_uses(self.old, old_enum), _enum_uses(self.new, new_enum)
         if not old_uses and not new_uses:
             return ()
         stored = _stored(old_uses, old_value) or _stored(new_uses, new_value)
-        return (*always, "json", "flatbuffers") if stored else always
+        many = _stored(old_uses, old_value, _many_rows(self.old)) or _stored(new_uses, new_value, _many_rows(self.new))
+        out = (*always, "json", "flatbuffers") if stored else always
+        return (*out, "flatbuffers-columns") if stored or many else out
 
     def enum_use_note(self, old_enum: str, new_enum: str, old_value: str, new_value: str) -> str:
         old_uses, new_uses = _enum_uses(self.old, old_enum), _enum_uses(self.new, new_enum)
@@ -642,6 +646,16 @@ class _Diff:
 
 
 _NAMED = ("struct", "enum", "union")
+#: The column codecs: fields by path (name), enum values and variants by number.
+_COLUMNS: tuple[Codec, ...] = ("columnar", "flatbuffers-columns")
+
+
+def _omitters(fb: bool) -> tuple[Codec, ...]:
+    """Codecs that leave out a field holding its default: JSON, the FlatBuffers column layout (when
+    every row holds it, floats and zeros included) and, when ``fb``, FlatBuffers."""
+    return ("json", "flatbuffers", "flatbuffers-columns") if fb else ("json", "flatbuffers-columns")
+
+
 _ALWAYS_ROWS = " (but a row column of a table that references point into is never empty: nothing is omitted)"
 
 
@@ -682,9 +696,38 @@ def _enum_uses(schema: Schema, enum: str) -> list[Field]:
     ]
 
 
-def _stored(uses: list[Field], value: str) -> bool:
-    """Whether a codec that omits defaults ever writes ``value`` of an enum with these uses."""
-    return any(f.type.kind == "list" or not f.has_default or f.default != value for f in uses)
+def _stored(uses: list[Field], value: str, many: frozenset[int] = frozenset()) -> bool:
+    """Whether a codec that omits defaults ever writes ``value`` of an enum with these uses (fields
+    whose ``id()`` is in ``many`` write it too: see :func:`_many_rows`)."""
+    return any(f.type.kind == "list" or not f.has_default or f.default != value or id(f) in many for f in uses)
+
+
+def _many_rows(schema: Schema) -> frozenset[int]:
+    """``id()`` of every field that some path of ``schema`` reaches under a list: a column of more
+    than one row, which the FlatBuffers column layout writes whole (defaults included) unless every
+    row holds the default. Every other field has one row per document (the root's fields, and
+    fields reached through structs, optional values and unions only)."""
+    out: set[int] = set()
+    seen: set[tuple[str, bool]] = set()
+
+    def walk(struct: str, many: bool) -> None:
+        if (struct, many) in seen or struct not in schema.structs:
+            return
+        seen.add((struct, many))
+        for f in schema.structs[struct].fields:
+            if many:
+                out.add(id(f))
+            t, under = f.type, many
+            while t.item is not None:
+                t, under = t.item, True
+            if t.kind == "struct":
+                walk(t.name, under)
+            elif t.kind == "union" and t.name in schema.unions:
+                for v in schema.unions[t.name].variants:
+                    walk(v.type, under)
+
+    walk(schema.root, False)
+    return frozenset(out)
 
 
 def _plain_uses(schema: Schema, struct: str) -> list[str]:
@@ -838,10 +881,10 @@ def _reuse_codecs(
     if o.id == n.id:
         codecs |= {"msgpack", "flatbuffers"}
     if o.name == n.name or o.required or n.required:
-        codecs |= {"json", "columnar"}
+        codecs |= {"json", *_COLUMNS}
     if o.required or n.required:
         codecs |= {"msgpack", "flatbuffers"}
-    return tuple(c for c in ("json", "msgpack", "flatbuffers", "columnar") if c in codecs)
+    return tuple(c for c in CODECS if c in codecs)
 
 
 def _member_number(schema: Schema, kind: str, owner: str, member: str) -> int | None:

@@ -28,8 +28,14 @@ field takes two, see :func:`tracepack.codegen.emit_fbs.fbs_field_ids`), fixed
 scalar **widths**, enum values and variant ids. The columnar codec keys
 fields by **name** (a column per field path, like JSON) but enum **values**
 and variant **ids** by number (like MessagePack), and writes every column
-that has rows, defaults included (unlike JSON and MessagePack, which omit
-defaults). The whole table, with worked examples, is ``docs/schema-rules.md``.
+that has rows, defaults included (unlike JSON and FlatBuffers, which omit
+defaults). The FlatBuffers column layout (``flatbuffers-columns``) stores the
+columnar codec's columns, by the same paths, so it finds things as columnar
+does, but it leaves out a field whose **every row** holds its default (a
+reader fills in its own): the default rules concern it as they do JSON, with
+no exception for floats or zeros; and an enum value that is only ever a
+field's default is still written where a column mixes it with other values.
+The whole table, with worked examples, is ``docs/schema-rules.md``.
 """
 
 from __future__ import annotations
@@ -40,26 +46,29 @@ from typing import Final, Literal
 __all__ = ["BUMP_ORDER", "CODECS", "RULES", "Bump", "Codec", "Rule", "worst"]
 
 Bump = Literal["none", "minor", "major", "forbidden"]
-Codec = Literal["json", "msgpack", "flatbuffers", "columnar"]
+Codec = Literal["json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"]
 
 #: Every codec of the format, in the order findings list them.
-CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers", "columnar")
+CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
 #: Bumps from least to most severe.
 BUMP_ORDER: Final[tuple[Bump, ...]] = ("none", "minor", "major", "forbidden")
 
 _ALL = CODECS
 _NONE: tuple[Codec, ...] = ()
 _JSON: tuple[Codec, ...] = ("json",)
-#: Codecs that key fields by name: JSON, and columnar (one column per field path).
-_FIELD_NAMES: tuple[Codec, ...] = ("json", "columnar")
+#: Codecs that key fields by name: JSON, and the column codecs (one column per field path).
+_FIELD_NAMES: tuple[Codec, ...] = ("json", "columnar", "flatbuffers-columns")
 #: Codecs that find fields by position or id.
 _POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers")
 #: Codecs that store enum values and union variants by number.
-_NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers", "columnar")
+_NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
 #: Codecs that omit fields at their default when writing: JSON, and FlatBuffers for everything but
 #: floats (which it always writes, so NaN payloads and -0.0 survive). MessagePack structs are
-#: array-like, every field written; columnar writes every column that has rows.
-_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "flatbuffers")
+#: array-like, every field written; columnar writes every column that has rows. The FlatBuffers
+#: column layout leaves out a field whose every row holds its default, floats included.
+_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "flatbuffers", "flatbuffers-columns")
+#: The column codecs: one column per path, shredded by the same plan.
+_COLUMNS: tuple[Codec, ...] = ("columnar", "flatbuffers-columns")
 _FB: tuple[Codec, ...] = ("flatbuffers",)
 
 
@@ -109,14 +118,15 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule(
         "STRUCT_BECAME_VARIANT",
         "major",
-        ("msgpack", "columnar"),
+        ("msgpack", *_COLUMNS),
         "a struct used as a plain field became a union variant: MessagePack writes a variant's id before its "
-        "fields everywhere, so its plain values change layout (columnar too where a field holds it optionally)",
+        "fields everywhere, so its plain values change layout (the column codecs too where a field holds it "
+        "optionally)",
     ),
     Rule(
         "STRUCT_NO_LONGER_VARIANT",
         "major",
-        ("msgpack", "columnar"),
+        ("msgpack", *_COLUMNS),
         "a struct used as a plain field stopped being a union variant: MessagePack stops writing the variant id "
         "before its fields",
     ),
@@ -154,7 +164,7 @@ RULES: Final[dict[str, Rule]] = _rules(
         "FIELD_RENAMED",
         "major",
         _FIELD_NAMES,
-        "a field kept its id and type but changed its name: JSON and columnar key by name",
+        "a field kept its id and type but changed its name: JSON and the column codecs key by name",
     ),
     Rule("FIELD_ID_CHANGED", "major", _POSITIONAL, "a field moved to another id: positional codecs read by id"),
     Rule(
@@ -169,7 +179,7 @@ RULES: Final[dict[str, Rule]] = _rules(
         "FIELD_NAME_REUSED",
         "forbidden",
         _ALL,
-        "the name of a field removed in an earlier release is back with another type: JSON and columnar read "
+        "the name of a field removed in an earlier release is back with another type: JSON and the column codecs read "
         "old files' values under that name (MessagePack and FlatBuffers too when the id is the same)",
     ),
     Rule(
@@ -185,21 +195,22 @@ RULES: Final[dict[str, Rule]] = _rules(
         "forbidden",
         _OMIT_DEFAULTS,
         "a field's default changed: codecs that omit a value equal to the default (JSON; FlatBuffers, except "
-        "floats) would read old files' omitted values as the new default",
+        "floats; the FlatBuffers column layout where every row holds it) would read old files' omitted "
+        "values as the new default",
     ),
     Rule(
         "FIELD_DEFAULT_ADDED",
         "major",
         _OMIT_DEFAULTS,
         "a required field got a default: writers that omit defaults (JSON; FlatBuffers, except floats and zero "
-        "defaults) leave out what older readers require",
+        "defaults; the FlatBuffers column layout where every row holds it) leave out what older readers require",
     ),
     Rule(
         "FIELD_DEFAULT_REMOVED",
         "major",
         _OMIT_DEFAULTS,
         "a field lost its default: files of codecs that omitted it (JSON; FlatBuffers, except floats and zero "
-        "defaults) no longer decode",
+        "defaults; the FlatBuffers column layout where every row holds it) no longer decode",
     ),
     Rule("FIELD_MADE_OPTIONAL", "major", _ALL, "a required field became optional: older readers reject null"),
     Rule("FIELD_MADE_REQUIRED", "major", _ALL, "an optional field became required: files without it no longer decode"),
