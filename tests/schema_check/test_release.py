@@ -116,7 +116,11 @@ def test_a_minor_release_adding_two_fields(tmp_path: Path) -> None:
     assert migration.read_text() == migration_module(before, new, diff_schemas(before, new))
     assert f"tracepack_generated.{new.module_name}" in (root / "src" / "tracepack" / "model.py").read_text()
     assert sorted(p.name for p in (root / "tests" / "golden" / version).iterdir()) == sorted(
-        [f"{c}{z}.tpk" for c in ("json", "msgpack", "flatbuffers", "columnar") for z in ("", "-zstd")]
+        [
+            f"{c}{z}.tpk"
+            for c in ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+            for z in ("", "-zstd")
+        ]
         + ["expected.json"]
     )
     # The copy's checks and golden tests pass with no test edited: every version's files read by the
