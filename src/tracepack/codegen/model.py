@@ -487,12 +487,14 @@ def _check_tables(schema: Schema, p: _Problems) -> None:
 
 def load_schema_text(text: str, *, source: str) -> Schema:
     """Parse and resolve a schema given as text."""
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import run
 
-    with reading(source, SchemaError):  # deep TOML, giant integers: the file's fault, said so
+    def parse() -> Schema:
         raw = parse_schema_text(text, source=source)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         return build_model(raw, source=source, text=text, sha256=digest)
+
+    return run(parse, source, SchemaError)  # deep TOML, giant integers: the file's fault, said so
 
 
 def load_schema(path: str | Path, *, display: str | None = None) -> Schema:
@@ -507,8 +509,10 @@ def load_schema(path: str | Path, *, display: str | None = None) -> Schema:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SchemaError(f"not UTF-8 at byte {exc.start}", source=name) from None
-    from tracepack.io.guard import reading
+    from tracepack.io.guard import run
 
-    with reading(name, SchemaError):  # deep TOML, giant integers: the file's fault, said so
+    def parse() -> Schema:
         raw = parse_schema_text(text, source=name)
         return build_model(raw, source=name, text=text, sha256=hashlib.sha256(data).hexdigest())
+
+    return run(parse, name, SchemaError)  # deep TOML, giant integers: the file's fault, said so
