@@ -102,8 +102,8 @@ _numbered = st.builds(lambda a, n, b: a + n + b, _affixes, _numbers, _affixes)
 _long = st.builds(lambda a, n: "p" * a + n, st.integers(230, 260), _numbers)  # around the 256-character limit
 
 
-def forms_columns() -> st.SearchStrategy[list[str]]:
+def forms_columns(max_size: int = 40) -> st.SearchStrategy[list[str]]:
     """String columns: numbered strings (torch-like and not), their affixes as literals, duplicates,
     whitespace of every kind, Unicode digits, long strings and runs of digits."""
     one = st.one_of(_numbered, _affixes, _long, st.text(max_size=12), st.sampled_from(["007", "1", "01", "0", "00"]))
-    return st.lists(one, max_size=40)
+    return st.lists(one, max_size=max_size)

@@ -154,3 +154,22 @@ def test_a_real_string_table_is_written_as_before() -> None:
     assert hashlib.sha256(bytes(data)).hexdigest() == _TRANSFORMER_COLUMN
     assert msgspec.msgpack.decode(bytes(data)) == reference_forms(strings)
     assert unforms("$.strings[]", reference_forms(strings), len(strings)) == strings
+
+
+@given(forms_columns(max_size=300))
+def test_the_writer_tries_forms_when_half_a_sample_is_numbered(values: list[str]) -> None:
+    sample = values[:: max(1, len(values) // 64)]
+    numbered = sum(1 for s in sample if split_form(s) is not None)
+    assert columnar._mostly_numbered(values) == (2 * numbered >= len(sample))
+
+
+def test_a_column_of_few_numbered_strings_stays_plain() -> None:
+    words = ["FLOAT", "cpu", "LONG", "strided", "weight"]
+    values = [f"{w}_{k}" for k in range(20) for w in words[:2]] + [f"{w} of {k}" for k in range(30) for w in words]
+    assert not columnar._mostly_numbered(values)
+    w = columnar._Writer()
+    w.put("$.strings[]", values, strings=True)
+    assert w.columns["$.strings[]"][0] == columnar.PLAIN
+    assert columnar._mostly_numbered(values[:40])  # the numbered ones alone are tried, and pay
+    w.put("$.t[]", values[:40], strings=True)
+    assert w.columns["$.t[]"][0] == columnar.FORMS
