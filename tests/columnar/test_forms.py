@@ -173,3 +173,16 @@ def test_a_column_of_few_numbered_strings_stays_plain() -> None:
     assert columnar._mostly_numbered(values[:40])  # the numbered ones alone are tried, and pay
     w.put("$.t[]", values[:40], strings=True)
     assert w.columns["$.t[]"][0] == columnar.FORMS
+
+
+def test_numbers_at_the_limit_and_stepping_back() -> None:
+    top = columnar._FORM_NUMBER_LIMIT - 1
+    # [literals, row steps, prefixes, suffixes, residuals]: rows 0 and 1 are forms of literal 2 ("x").
+    assert unforms("$.t[]", [["", "", "x"], [0, 1], [2, 2], [2, 2], [top, -top - 1]], 2) == [f"x{top}x", "x0x"]
+    assert unforms("$.t[]", [["", "x"], [0], [1], [1], [top]], 1) == [f"x{top}x"]  # the residuals' sum at the limit
+    with pytest.raises(DecodeError, match="form 1 has number"):
+        unforms("$.t[]", [["", "", "x"], [0, 1], [2, 2], [2, 2], [top, 1]], 2)
+    with pytest.raises(DecodeError, match="form 0 has number"):
+        unforms("$.t[]", [["", "x"], [0], [1], [1], [top + 1]], 1)
+    with pytest.raises(DecodeError, match="form 1 has number -1"):
+        unforms("$.t[]", [["", "", "x"], [0, 1], [2, 2], [2, 2], [3, -5]], 2)

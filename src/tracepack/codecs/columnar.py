@@ -253,10 +253,18 @@ class _Reader:
         # One pass: each number from the last one with its prefix and suffix, and its string. Numbers
         # are bounded by the residuals (int64) times the forms, so the strings stay short; a number out
         # of range fails the column before the strings are returned.
-        numbers: list[int] = []
-        append = numbers.append
         last: dict[int, int] = {}
         get = last.get
+        if min(residuals) >= 0 and sum(residuals) + len(residuals) <= _FORM_NUMBER_LIMIT:
+            # Every number is then in range (each is at most the residuals plus the forms before it, and
+            # none is below 0), so none is kept to check: the common case, a torch counter never steps back.
+            for row, p, q, residual in zip(rows, prefixes, suffixes, residuals, strict=True):
+                key = p * width + q
+                last[key] = number = get(key, -1) + 1 + residual
+                out[row] = f"{literals[p]}{number}{literals[q]}"
+            return out
+        numbers: list[int] = []
+        append = numbers.append
         for row, p, q, residual in zip(rows, prefixes, suffixes, residuals, strict=True):
             key = p * width + q
             number = get(key, -1) + 1 + residual
