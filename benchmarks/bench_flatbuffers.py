@@ -101,13 +101,13 @@ def run(report: Report) -> None:
         fb = Path(tmp) / "graph-fb.tpk"
         mp = Path(tmp) / "graph-mp.tpk"
         t0 = time.perf_counter()
-        fb_size = tracepack.dump(doc, fb, codec="flatbuffers", compression="none")
+        fb_size = tracepack.dump(doc, fb, codec="flatbuffers-rows", compression="none")
         enc_fb = time.perf_counter() - t0
         t0 = time.perf_counter()
         tracepack.dump(doc, mp, codec="msgpack", compression="none")
         enc_mp = time.perf_counter() - t0
         print(
-            f"  document: {len(doc)} nodes, {len(doc.strings)} strings; flatbuffers {fb_size / 1e6:.1f} MB "
+            f"  document: {len(doc)} nodes, {len(doc.strings)} strings; flatbuffers-rows {fb_size / 1e6:.1f} MB "
             f"(encoded in {enc_fb:.2f} s), msgpack {mp.stat().st_size / 1e6:.1f} MB (in {enc_mp:.2f} s)"
         )
         expected = doc.node(target).stack_trace
@@ -179,7 +179,7 @@ def run(report: Report) -> None:
         report.add(
             Figure(
                 "flatbuffers",
-                "(c) full decode: flatbuffers vs msgpack",
+                "(c) full decode: flatbuffers-rows vs msgpack",
                 t_fb,
                 t_mp,
                 "s",
@@ -256,7 +256,7 @@ def _newest_layout(report: Report, doc: tracepack.Document, fb: Path, *, target:
         return
     raw = raw_in(doc.raw, newest)
     path = fb.with_name("graph-fb-newest.tpk")
-    path.write_bytes(container.pack(fbc.encode(raw, newest), schema_version=newest, codec="flatbuffers"))
+    path.write_bytes(container.pack(fbc.encode(raw, newest), schema_version=newest, codec="flatbuffers-rows"))
 
     def lazy_trace() -> str | None:
         with tracepack.open(path) as lazy:

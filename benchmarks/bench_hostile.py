@@ -339,7 +339,7 @@ def run(report: Report) -> None:
 
     doc = stacked_document(20_000)
     with tempfile.TemporaryDirectory(prefix="tracepack-bench-") as tmp:
-        for codec, label in (("flatbuffers", ""), ("flatbuffers-columns", " (column layout)")):
+        for codec, label in (("flatbuffers-rows", ""), ("flatbuffers-columns", " (column layout)")):
             path = Path(tmp) / f"m-{codec}.tpk"
             tracepack.dump(doc, path, codec=codec, compression="none")
             name = doc.node(len(doc) // 2).name

@@ -192,7 +192,7 @@ def run(report: Report) -> None:
         doc = docs["forward"]
         n = len(doc)
         tpk = work / "big.tpk"
-        tracepack.dump(doc, tpk, codec="flatbuffers", compression="none")
+        tracepack.dump(doc, tpk, codec="flatbuffers-rows", compression="none")
 
         # (a) lazy open (CPU time: the machine is shared)
         t_open = float("inf")
@@ -262,7 +262,7 @@ def run(report: Report) -> None:
             line = LOG_LINE.format(i=0, op=op)
             tpk_small = work / "record.tpk"
             tracepack.dump(
-                import_etrecord(record.read_bytes())["forward"], tpk_small, codec="flatbuffers", compression="none"
+                import_etrecord(record.read_bytes())["forward"], tpk_small, codec="flatbuffers-rows", compression="none"
             )
             # As installed: Python's bytecode caches present (pip writes them for executorch; an editable
             # tracepack, or PYTHONDONTWRITEBYTECODE, has none, so they go to a folder of this run, written
@@ -358,7 +358,7 @@ def _mobile(report: Report, work: Path) -> None:
     ptl = SAMPLES / "mobile.ptl"
     data = ptl.read_bytes()
     tpk = work / "mobile.tpk"
-    tracepack.dump(import_archive(str(ptl), data), tpk, codec="flatbuffers", compression="none")
+    tracepack.dump(import_archive(str(ptl), data), tpk, codec="flatbuffers-rows", compression="none")
 
     def from_tpk() -> str | None:
         with tracepack.open(tpk) as doc:
@@ -400,7 +400,7 @@ def _mobile(report: Report, work: Path) -> None:
         ),
     )
     big = work / "mobile_big.tpk"
-    tracepack.dump(b.build(), big, codec="flatbuffers", compression="none")
+    tracepack.dump(b.build(), big, codec="flatbuffers-rows", compression="none")
 
     def first_answer(lazy: bool) -> str:
         with tracepack.open(big) as doc:

@@ -11,7 +11,8 @@ with ``zstd -19`` and with ``zstd -19`` + the built-in dictionary. Targets:
 * best codec + zstd <= 0.5x of zstd -19 of model.json at >= 100 nodes, <= 0.6x below;
   the geometric mean over the ladder <= 0.5x;
 * FlatBuffers + zstd <= 1.0x at every size: the column layout (``flatbuffers-columns``, codec id 4,
-  lazily readable); the row layout (``flatbuffers``, id 2) is shown beside it, without a target;
+  lazily readable; what ``--codec flatbuffers`` writes); the row layout (``flatbuffers-rows``, id 2) is
+  shown beside it, without a target;
   the column layout's encode and decode no more than 20% slower than the row layout's (timed
   interleaved, the payload alone);
 * the best codec uncompressed <= 0.1x of model.json at >= 100 nodes;
@@ -56,7 +57,7 @@ LADDER_DIR = ROOT / ".bench" / "sizes"
 RUNGS = ("size_10", "size_30", "size_60", "size_130", "size_450", "size_1k", "size_10k")
 LADDER = tuple(n for rung in RUNGS for n in (rung, f"{rung}_dyn"))
 #: Codecs tracepack writes a torch document with; the best is the smallest of them.
-CODECS = ("columnar", "msgpack", "flatbuffers-columns", "flatbuffers", "json")
+CODECS = ("columnar", "msgpack", "flatbuffers-columns", "flatbuffers-rows", "json")
 BEST_CANDIDATES = ("columnar", "msgpack", "flatbuffers-columns")
 #: The candidates before the FlatBuffers column layout (the speed figures' "before" side writes the best of these).
 BEFORE_CANDIDATES = ("columnar", "msgpack")
@@ -107,8 +108,8 @@ def run(report: Report) -> None:
         plain = {c: _z19(raw[c][48:]) + 48 for c in CODECS}
         for codec in CODECS:
             note = f"without the dictionary {plain[codec] / z_json:.2f}x"
-            if codec == "flatbuffers":
-                note += "; the row layout: the column layout (flatbuffers-columns) is the FlatBuffers target"
+            if codec == "flatbuffers-rows":
+                note += "; the row layout: the column layout (flatbuffers-columns, --codec flatbuffers) is the target"
             report.add(
                 Figure(SECTION, f"{name}: {codec}+zstd-19+dict vs zstd-19 model.json", packed[codec], z_json, "B",
                        higher_is_better=False, target=1.0 if codec == "flatbuffers-columns" else None, note=note)
@@ -178,8 +179,8 @@ def _flatbuffers_layouts(
     before, after = fbc.encode(raw_old, old), fbc.encode(raw_new, newest)
     label = f"{newest[0]}.{newest[1]}"
     report.add(
-        Figure(SECTION, f"{name}: flatbuffers {label} layout+zstd-19+dict vs zstd-19 model.json", _z19(after, zdict),
-               z_json, "B", higher_is_better=False,
+        Figure(SECTION, f"{name}: flatbuffers-rows {label} layout+zstd-19+dict vs zstd-19 model.json",
+               _z19(after, zdict), z_json, "B", higher_is_better=False,
                note=f"1.1 layout {_z19(before, zdict) / z_json:.2f}x; uncompressed {len(after)} B vs {len(before)} B")
     )  # fmt: skip
     small = len(doc) < 2000
@@ -194,9 +195,11 @@ def _flatbuffers_layouts(
         rounds=rounds,
         min_time=min_time,
     )
-    note = f"flatbuffers payload, {label} layout vs 1.1's; CPU time; ratio < 1 means slower"
+    note = f"flatbuffers-rows payload, {label} layout vs 1.1's; CPU time; ratio < 1 means slower"
     for what, t, t0 in (("encode", t_enc, t_enc0), ("decode", t_dec, t_dec0)):
-        report.add(Figure(SECTION, f"{name}: flatbuffers {what} vs 1.1 layout", t, t0, "s", target=1 / 1.2, note=note))
+        report.add(
+            Figure(SECTION, f"{name}: flatbuffers-rows {what} vs 1.1 layout", t, t0, "s", target=1 / 1.2, note=note)
+        )
 
 
 def _flatbuffers_columns_speed(report: Report, name: str, doc: tracepack.Document) -> None:
@@ -221,7 +224,7 @@ def _flatbuffers_columns_speed(report: Report, name: str, doc: tracepack.Documen
         min_time=min_time,
     )
     times = {"encode": (best[0], best[1]), "decode": (best[2], best[3])}
-    note = "flatbuffers-columns vs flatbuffers (rows) payload, CPU time; ratio < 1 means slower"
+    note = "flatbuffers-columns vs flatbuffers-rows payload, CPU time; ratio < 1 means slower"
     for what, (t, t0) in times.items():
         report.add(Figure(SECTION, f"{name}: flatbuffers-columns {what} vs row layout", t, t0, "s", target=1 / 1.2,
                           note=note))  # fmt: skip

@@ -74,7 +74,7 @@ def _big() -> Path | None:
 
 
 #: Codecs in the size table; MessagePack is the default (the uncompressed target is on it).
-SIZE_CODECS = ("msgpack", "columnar", "json", "flatbuffers")
+SIZE_CODECS = ("msgpack", "columnar", "json", "flatbuffers-rows", "flatbuffers-columns")
 #: MessagePack's uncompressed target (<= 0.2x of model.json) applies from this many nodes on; the
 #: compressed size targets apply at every size (``bench_sizes.py``: 0.5x from 100 nodes, 0.6x below).
 SIZE_TARGET_MIN_NODES = 1_000

@@ -210,16 +210,20 @@ def dumps(
 ) -> bytes:
     """Encode ``doc`` as ``.tpk`` container bytes.
 
+    ``codec`` is ``json``, ``msgpack``, ``columnar``, ``flatbuffers`` (the FlatBuffers column layout,
+    ``flatbuffers-columns``, codec id 4) or ``flatbuffers-rows`` (the row layout, id 2; what
+    ``flatbuffers`` wrote before the column layout), see :mod:`tracepack.codecs`.
     ``version`` writes an older released schema version where no information is lost.
     ``zstd_dict`` is a zstd dictionary or the name of a built-in one (``"torch-export-1"``,
     :mod:`tracepack.dictionaries`): readers find a built-in dictionary by the id in the header.
     """
     from tracepack import container, migrations
-    from tracepack.codecs import codec_by_name
+    from tracepack.codecs import codec_by_name, resolve
     from tracepack.formats import zstd_dictionary
     from tracepack.versions import CURRENT
 
     target = CURRENT if version is None else version
+    codec = resolve(codec, where="codec")  # "flatbuffers": the column layout (flatbuffers-columns, id 4)
     _, module = codec_by_name(codec)
     raw: Any = doc.raw
     if target != CURRENT:

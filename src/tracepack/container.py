@@ -8,7 +8,7 @@ offset   size  field (little-endian)
 10       2     header size (48; a reader skips extra header bytes)
 12       2     schema major
 14       2     schema minor
-16       1     codec (0 json, 1 msgpack, 2 flatbuffers, 3 columnar, 4 flatbuffers-columns)
+16       1     codec (0 json, 1 msgpack, 2 flatbuffers-rows, 3 columnar, 4 flatbuffers-columns)
 17       1     compression (0 none, 1 zstd)
 18       2     flags (0; reserved)
 20       4     zstd dictionary id (0: none)
@@ -34,7 +34,7 @@ from typing import Final
 
 import zstandard
 
-from tracepack.codecs import CODEC_IDS
+from tracepack.codecs import ALIASES, CODEC_IDS
 from tracepack.errors import ContainerError, UsageError, VersionError
 from tracepack.io import limits
 
@@ -278,7 +278,12 @@ def pack(
     zstd_dict = dictionaries.resolve(zstd_dict)
     codec_id = {n: i for i, n in CODEC_IDS.items()}.get(codec)
     if codec_id is None:
-        raise UsageError(f"unknown codec {codec!r}", where="codec", expected=" or ".join(CODEC_IDS.values()))
+        # Not an alias: the payload is already encoded, and "flatbuffers" once named the row layout.
+        raise UsageError(
+            f"unknown codec {codec!r}" + (" (pack takes the payload's own codec)" if codec in ALIASES else ""),
+            where="codec",
+            expected=" or ".join(CODEC_IDS.values()),
+        )
     comp = COMPRESSIONS.get(compression)
     if comp is None:
         raise UsageError(f"unknown compression {compression!r}", where="compression", expected="none or zstd")

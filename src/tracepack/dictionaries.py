@@ -60,7 +60,7 @@ class DictionarySpec:
     doc: str = ""
     #: The codecs whose payloads of each training program are the samples, in order; a codec named
     #: twice weighs twice (zstd's trainer keeps what recurs across samples).
-    codecs: tuple[str, ...] = ("columnar", "msgpack", "flatbuffers", "json")
+    codecs: tuple[str, ...] = ("columnar", "msgpack", "flatbuffers-rows", "json")
     #: The commit whose importer and codecs made the training samples: ``make dictionary-check``
     #: reproduces the file byte for byte there (later changes to either change the samples).
     trained_at: str = ""
@@ -129,7 +129,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         sha256="8219b4196957ed8e5009bdd090a57c02ee17380bd97afbbfb0f9c8881b50d23a",
         size=512 * 1024,
         k=1024,
-        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers"),
+        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers-rows"),
         doc="retrained once torch.export imports group their string table by field; columnar and MessagePack "
         "payloads weigh twice, FlatBuffers once, JSON not at all; 512 KiB, k=1024",
         trained_at="08df757",
@@ -142,7 +142,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         sha256="df7c3ddc0def695993a0561229b614b610ae02669343bb37f0d496c544c61c5a",
         size=512 * 1024,
         k=2048,
-        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers"),
+        codecs=("columnar", "msgpack", "columnar", "msgpack", "flatbuffers-rows"),
         doc="as torch-export-4, retrained once columnar layout 2 keyed columns by number; 512 KiB, k=2048",
         trained_at="8776631",
         withdrawn="superseded by torch-export-6 in the session that trained it",

@@ -1,8 +1,9 @@
 """Lazy, random-access reading of an uncompressed FlatBuffers ``.tpk``: ``tracepack.open(path)``.
 
-Both FlatBuffers layouts are read: rows (codec ``flatbuffers``, id 2: a table per node) and columns
-(``flatbuffers-columns``, id 4: :class:`tracepack.codecs.fbcolumns.RandomAccess`, one typed vector
-per field path, node ``i``'s fields element ``i`` of theirs), with the same answers.
+Both FlatBuffers layouts are read: rows (codec ``flatbuffers-rows``, id 2: a table per node) and columns
+(``flatbuffers-columns``, id 4, what ``--codec flatbuffers`` writes:
+:class:`tracepack.codecs.fbcolumns.RandomAccess`, one typed vector per field path, node ``i``'s fields
+element ``i`` of theirs), with the same answers.
 
 >>> with tracepack.open("model.tpk") as doc:           # reads + checks the file; decodes nothing
 ...     print(doc.node("linear_3").stack_trace)        # binary search by name, one trace rendered
@@ -90,9 +91,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LAZY_CODECS", "LazyDocument", "LazyNode", "open", "trace"]
 
-_CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers-columns --compression none`"
+_CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers --compression none`"
 #: The codecs :func:`open` reads: the FlatBuffers row layout (id 2) and column layout (id 4).
-LAZY_CODECS: Final = ("flatbuffers", "flatbuffers-columns")
+LAZY_CODECS: Final = ("flatbuffers-rows", "flatbuffers-columns")
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []

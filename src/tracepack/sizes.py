@@ -50,7 +50,11 @@ def column_sizes(
     level: int = 19,
     zstd_dict: zstandard.ZstdCompressionDict | None = None,
 ) -> list[ColumnSize]:
-    """Encoded and compressed bytes of every column of ``raw`` (a generated-model Document)."""
+    """Encoded and compressed bytes of every column of ``raw`` (a generated-model Document), as
+    ``codec`` (a name of :data:`tracepack.codecs.CODECS` or an alias) lays it out."""
+    from tracepack.codecs import resolve
+
+    codec = resolve(codec, where="codec")
     cctx = (
         zstandard.ZstdCompressor(level=level, dict_data=zstd_dict)
         if zstd_dict
@@ -74,7 +78,7 @@ def column_sizes(
             table, name = _table_of(path)
             out.append(ColumnSize(table, name, len(data), packed(data)))
         return out
-    if codec == "flatbuffers":
+    if codec == "flatbuffers-rows":
         return _flatbuffers_columns(raw, version, packed)
     if codec == "flatbuffers-columns":
         from tracepack.codecs import fbcolumns
@@ -94,7 +98,7 @@ def column_sizes(
 
 
 def _flatbuffers_columns(raw: Any, version: tuple[int, int], packed: Callable[[bytes], int]) -> list[ColumnSize]:
-    """Each table's fields as the FlatBuffers codec writes them: every object field (a vector, a string,
+    """Each table's fields as the FlatBuffers row layout writes them: every object field (a vector, a string,
     a table) written on its own by the version's generated writer, its bytes as they sit in the buffer
     (length prefix and alignment included). A table's own bytes (its vtable offset and inline slots) are
     its column ``""``, counted as they are (a few bytes that zstd cannot shrink)."""

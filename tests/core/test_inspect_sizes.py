@@ -61,7 +61,7 @@ def test_columnar_file_lists_its_own_columns(tmp_path: Path, capsys: pytest.Capt
 @settings(max_examples=10)
 @given(documents())
 def test_every_codec_accounts_for_every_table(doc: tracepack.Document) -> None:
-    for codec in ("msgpack", "json", "flatbuffers", "columnar", "flatbuffers-columns"):
+    for codec in ("msgpack", "json", "flatbuffers-rows", "columnar", "flatbuffers-columns"):
         columns = column_sizes(doc.raw, codec, CURRENT)
         tables = table_sizes(columns)
         assert set(tables) <= set(doc.raw.__struct_fields__)
@@ -80,7 +80,7 @@ def test_flatbuffers_file_lists_flatbuffers_bytes(tmp_path: Path, capsys: pytest
 
     src, tpk = tmp_path / "model.json", tmp_path / "m.tpk"
     src.write_bytes(sample_model_json())
-    assert main(["convert", str(src), str(tpk), "--codec", "flatbuffers", "--to-version", "1.1"]) == 0
+    assert main(["convert", str(src), str(tpk), "--codec", "flatbuffers-rows", "--to-version", "1.1"]) == 0
     capsys.readouterr()
     code, out = _inspect(tpk, capsys, "--json")
     assert code == 0

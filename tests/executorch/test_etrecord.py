@@ -126,7 +126,7 @@ def test_inspector_events_get_the_same_handles_and_stacks(forward: tracepack.Doc
 
 
 def test_convert_keeps_the_handle_table_through_every_codec(forward: tracepack.Document) -> None:
-    for codec in ("json", "msgpack", "flatbuffers", "columnar"):
+    for codec in ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"):
         back = tracepack.loads(tracepack.dumps(forward, codec=codec))
         assert back.raw.debug_handles == forward.raw.debug_handles
         assert back.extension("executorch/method") == forward.extension("executorch/method")

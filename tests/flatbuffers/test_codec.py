@@ -66,7 +66,7 @@ def test_we_read_what_flatc_python_writes(doc: tracepack.Document) -> None:
 def test_golden_documents_agree_with_flatc() -> None:
     for path in sorted(GOLDEN.glob("*/flatbuffers*.tpk")):
         header, payload = container.unpack(path.read_bytes())
-        if header.codec != "flatbuffers":  # the column layout: test_columns.py has flatc read it
+        if header.codec != "flatbuffers-rows":  # the column layout: test_columns.py has flatc read it
             continue
         version = header.schema_version
         body, _ = fbc.split(payload)
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {{
 @given(doc=documents())
 def test_cpp_verifier_accepts_what_we_write(doc: tracepack.Document, cpp_verifier: Path, tmp_path: Path) -> None:
     path = tmp_path / "doc.tpk"
-    tracepack.dump(doc, path, codec="flatbuffers", compression="none")
+    tracepack.dump(doc, path, codec="flatbuffers-rows", compression="none")
     done = subprocess.run([str(cpp_verifier), str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout
     assert done.stdout.split() == [str(len(doc)), str(len(doc.strings))]

@@ -135,7 +135,7 @@ def _read_everything(data: bytes, path: Path) -> None:
 
 
 def _wrap(payload: bytes, version: tuple[int, int] = CURRENT) -> bytes:
-    return container.pack(payload, schema_version=version, codec="flatbuffers")
+    return container.pack(payload, schema_version=version, codec="flatbuffers-rows")
 
 
 @cache

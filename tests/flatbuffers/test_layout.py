@@ -77,7 +77,7 @@ def test_inspect_measures_each_version_in_its_own_layout() -> None:
     for version in ((1, 1), NEWEST):
         raw = _as(doc.raw, version)
         body, _ = fbc.split(fbc.encode(raw, version))
-        total = sum(c.raw_bytes for c in column_sizes(raw, "flatbuffers", version))
+        total = sum(c.raw_bytes for c in column_sizes(raw, "flatbuffers-rows", version))
         assert 0.9 * len(body) < total < 1.1 * len(body), version
 
 
@@ -134,7 +134,7 @@ def test_many_tables_past_the_reader_position_cache(tmp_path: Path) -> None:
     assert fbc.decode(data, NEWEST) == raw
     # The lazy reader, on a container of that payload (read with the newest released model).
     path = tmp_path / "many.tpk"
-    path.write_bytes(container.pack(data, schema_version=NEWEST, codec="flatbuffers"))
+    path.write_bytes(container.pack(data, schema_version=NEWEST, codec="flatbuffers-rows"))
     with tracepack.open(path) as lazy:
         assert lazy.node("n2999").stack_trace == doc.node("n2999").stack_trace
         assert [n.inputs for n in lazy.nodes()] == [n.inputs for n in doc.nodes()]
@@ -146,7 +146,7 @@ def test_cpp_verifier_accepts_the_newest_layout(tmp_path: Path) -> None:
     doc = import_model_json(sample_model_json())
     data = fbc.encode(_as(doc.raw, NEWEST), NEWEST)
     path = tmp_path / "doc.tpk"
-    path.write_bytes(container.pack(data, schema_version=NEWEST, codec="flatbuffers"))
+    path.write_bytes(container.pack(data, schema_version=NEWEST, codec="flatbuffers-rows"))
     done = subprocess.run([str(verifier), str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout
     assert done.stdout.split() == [str(len(doc)), str(len(doc.strings))]

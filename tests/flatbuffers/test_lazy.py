@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 import tracepack
 from benchmarks.bench_flatbuffers import stacked_document
+from tests.golden import make_golden as mg
 from tests.strategies import BuiltDocument, built_documents
 from tracepack import container, lazy
 from tracepack.codecs import _fbrt as rt
@@ -30,7 +31,7 @@ from .provenance_strategies import ProvenanceDocument, provenance_documents
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 #: The FlatBuffers layouts tracepack.open reads: rows (codec id 2) and columns (codec id 4).
-LAYOUTS = ["flatbuffers", "flatbuffers-columns"]
+LAYOUTS = ["flatbuffers-rows", "flatbuffers-columns"]
 
 
 def _same_node(lz: lazy.LazyNode, node: tracepack.NodeView) -> None:
@@ -64,14 +65,14 @@ def _same_document(lz: lazy.LazyDocument, doc: tracepack.Document) -> None:
 
 
 def _write(doc: tracepack.Document, path: Path, **kw: str) -> Path:
-    tracepack.dump(doc, path, codec=kw.get("codec", "flatbuffers"), compression=kw.get("compression", "none"))
+    tracepack.dump(doc, path, codec=kw.get("codec", "flatbuffers-rows"), compression=kw.get("compression", "none"))
     return path
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=built_documents())
 def test_lazy_equals_eager(built: BuiltDocument, tmp_path: Path) -> None:
-    _lazy_equals_eager(built, tmp_path, "flatbuffers")
+    _lazy_equals_eager(built, tmp_path, "flatbuffers-rows")
 
 
 # The column layout's own reader on fewer examples (its decoder has its own property tests, and CI time counts).
@@ -96,7 +97,7 @@ def _lazy_equals_eager(built: BuiltDocument, tmp_path: Path, layout: str) -> Non
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(built=provenance_documents())
 def test_lazy_equals_eager_with_provenance_and_end_lines(built: ProvenanceDocument, tmp_path: Path) -> None:
-    _lazy_equals_eager_with_provenance(built, tmp_path, "flatbuffers")
+    _lazy_equals_eager_with_provenance(built, tmp_path, "flatbuffers-rows")
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
@@ -136,7 +137,7 @@ def test_provenance_documents_use_what_they_test() -> None:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_lazy_equals_eager_on_the_golden_files(layout: str) -> None:
-    paths = sorted(GOLDEN.glob(f"*/{layout}.tpk"))
+    paths = sorted(GOLDEN.glob(f"*/{mg.file_name(layout, 'none')}"))
     assert {p.parent.name for p in paths} >= {"1.0", "1.1", "1.2"}
     for path in paths:
         doc = tracepack.load(path)
@@ -147,7 +148,7 @@ def test_lazy_equals_eager_on_the_golden_files(layout: str) -> None:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_golden_1_1_features_read_lazily(layout: str) -> None:
-    path = GOLDEN / "1.1" / f"{layout}.tpk"
+    path = GOLDEN / "1.1" / mg.file_name(layout, "none")
     doc = tracepack.load(path)
     with tracepack.open(path) as lz:
         lifted = [n for n in doc.nodes() if n.raw.from_node_meta_index >= 0]
@@ -166,7 +167,7 @@ def test_golden_1_1_features_read_lazily(layout: str) -> None:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_1_0_file_answers_in_the_current_model(layout: str) -> None:
-    path = GOLDEN / "1.0" / f"{layout}.tpk"
+    path = GOLDEN / "1.0" / mg.file_name(layout, "none")
     doc = tracepack.load(path)
     assert doc.source_version == (1, 0) != CURRENT
     with tracepack.open(path) as lz:
@@ -237,12 +238,20 @@ def test_api_details(tmp_path: Path, layout: str) -> None:
     assert lazy.trace(path, 1) is None
 
 
-@pytest.mark.parametrize(("codec", "compression"), [("msgpack", "none"), ("json", "zstd"), ("flatbuffers", "zstd")])
-def test_refuses_what_it_cannot_map(tmp_path: Path, codec: str, compression: str) -> None:
+@pytest.mark.parametrize(
+    ("codec", "compression", "named"),
+    [
+        ("msgpack", "none", "msgpack"),
+        ("json", "zstd", "json"),
+        ("flatbuffers-rows", "zstd", "flatbuffers-rows"),
+        ("flatbuffers", "zstd", "flatbuffers-columns"),  # the file's codec by its id's name, not the alias
+    ],
+)
+def test_refuses_what_it_cannot_map(tmp_path: Path, codec: str, compression: str, named: str) -> None:
     path = _write(tracepack.DocumentBuilder().build(), tmp_path / "x.tpk", codec=codec, compression=compression)
-    with pytest.raises(UsageError, match="--codec flatbuffers-columns --compression none") as err:
+    with pytest.raises(UsageError, match="--codec flatbuffers --compression none") as err:
         tracepack.open(path)
-    assert f"this one is {codec} with compression {compression}" in str(err.value)
+    assert f"this one is {named} with compression {compression}" in str(err.value)
 
 
 def test_refuses_damaged_containers(tmp_path: Path) -> None:
@@ -279,7 +288,7 @@ def test_without_side_index_names_are_found_by_one_scan(tmp_path: Path) -> None:
     body, side = fbc.split(fbc.encode(doc.raw, CURRENT))
     assert side is not None
     path = tmp_path / "plain.tpk"
-    path.write_bytes(container.pack(bytes(body), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(bytes(body), schema_version=CURRENT, codec="flatbuffers-rows"))
     with tracepack.open(path) as lz:
         assert lz._by_name is None
         for node in doc.nodes():
@@ -299,7 +308,7 @@ def test_a_damaged_side_index_can_miss_but_never_lies(tmp_path: Path) -> None:
     random.Random(1).shuffle(values)
     data[at : at + 4 * count] = b"".join(v.to_bytes(4, "little") for v in values)
     path = tmp_path / "shuffled.tpk"
-    path.write_bytes(container.pack(bytes(data), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(bytes(data), schema_version=CURRENT, codec="flatbuffers-rows"))
     found = 0
     with tracepack.open(path) as lz:
         for node in doc.nodes():
@@ -318,7 +327,7 @@ def test_references_out_of_range_are_integrity_errors(tmp_path: Path) -> None:
     doc = b.build()
     doc.raw.graph.nodes[0].stack = 99
     path = tmp_path / "bad.tpk"
-    path.write_bytes(container.pack(fbc.encode(doc.raw, CURRENT), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(fbc.encode(doc.raw, CURRENT), schema_version=CURRENT, codec="flatbuffers-rows"))
     with tracepack.open(path) as lz:
         assert lz.node(0).name == "a"
         with pytest.raises(IntegrityError) as err:
@@ -326,7 +335,7 @@ def test_references_out_of_range_are_integrity_errors(tmp_path: Path) -> None:
         assert err.value.where == "$.graph.nodes[0].stack"
     doc.raw.graph.nodes[0].stack = 2
     doc.raw.stacks.parent[1] = 2  # a cycle: 2 -> 1 -> 2
-    path.write_bytes(container.pack(fbc.encode(doc.raw, CURRENT), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(fbc.encode(doc.raw, CURRENT), schema_version=CURRENT, codec="flatbuffers-rows"))
     with tracepack.open(path) as lz, pytest.raises(IntegrityError) as err:
         _ = lz.node(0).stack_trace
     assert err.value.where == "$.stacks.parent[1]"
@@ -349,7 +358,7 @@ def _provenance_file(tmp_path: Path, mutate: Callable[[Any], None] | None = None
     if mutate is not None:
         mutate(raw)
     path = tmp_path / "hostile.tpk"
-    path.write_bytes(container.pack(fbc.encode(raw, CURRENT), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(fbc.encode(raw, CURRENT), schema_version=CURRENT, codec="flatbuffers-rows"))
     return path
 
 
@@ -454,7 +463,7 @@ def test_arguments_out_of_range_are_integrity_errors(tmp_path: Path) -> None:
     raw.graph.nodes[0].inputs[0].arg.name = 10**6
     raw.graph.nodes[0].outputs[0].name = 10**6
     path = tmp_path / "bad.tpk"
-    path.write_bytes(container.pack(fbc.encode(raw, CURRENT), schema_version=CURRENT, codec="flatbuffers"))
+    path.write_bytes(container.pack(fbc.encode(raw, CURRENT), schema_version=CURRENT, codec="flatbuffers-rows"))
     with tracepack.open(path) as lz:
         for attr in ("inputs", "outputs"):
             with pytest.raises(IntegrityError) as err:

@@ -28,7 +28,7 @@ def test_a_newer_minor_using_an_unknown_variant_is_refused_naming_both_versions(
     payload = flatbuffers.encode(raw, CURRENT)
     monkeypatch.setitem(fb._U_ARGUMENT_ENC, fb.m.ArgTensor, (tag, write))
     path = tmp_path / "newer.tpk"
-    path.write_bytes(container.pack(payload, schema_version=newer, codec="flatbuffers"))
+    path.write_bytes(container.pack(payload, schema_version=newer, codec="flatbuffers-rows"))
     note = (
         f"(the file is schema {newer[0]}.{newer[1]}, newer than {CURRENT[0]}.{CURRENT[1]}, the newest this build "
         "reads: it may use something added since; a newer tracepack reads it)"

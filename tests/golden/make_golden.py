@@ -3,8 +3,8 @@
 ::
 
     python tests/golden/make_golden.py                       # json + msgpack of the current version
-    python tests/golden/make_golden.py --codec flatbuffers   # add a codec to the existing folders
-    python tests/golden/make_golden.py --version 1.0 --codec flatbuffers   # an older version (downgraded)
+    python tests/golden/make_golden.py --codec flatbuffers-rows   # add a codec to the existing folders
+    python tests/golden/make_golden.py --version 1.0 --codec flatbuffers-rows   # an older version (downgraded)
 
 ``tests/golden/<version>/`` holds ``<codec>.tpk`` and ``<codec>-zstd.tpk`` for
 every codec, and ``expected.json``: the document's content as plain values
@@ -33,7 +33,7 @@ from typing import Any
 import tracepack
 from tracepack import Document, DocumentBuilder, Generic, SymInt, Tensor
 from tracepack import model as m
-from tracepack.codecs import CODECS
+from tracepack.codecs import ALIASES, CODECS, WRITE_NAMES
 from tracepack.document import resolve_argument
 from tracepack.traces import STYLE_PYTHON, STYLE_STRIPPED, FrameKey, ModuleKey, Provenance, render_frames
 from tracepack.versions import CURRENT
@@ -46,6 +46,7 @@ __all__ = [
     "build_document",
     "covers",
     "document_content",
+    "codec_of",
     "file_name",
     "read_manifest",
 ]
@@ -58,10 +59,20 @@ REQUIRED_CODECS = ("json", "msgpack")
 COMPRESSIONS = (("", "none", 0), ("-zstd", "zstd", 19))
 
 
+#: Codecs whose golden files are named otherwise: the row layout (id 2) was called ``flatbuffers`` when
+#: its files were written (golden files never change, and later releases keep the name).
+FILE_STEMS = {"flatbuffers-rows": "flatbuffers"}
+
+
 def file_name(codec: str, compression: str) -> str:
-    """``msgpack.tpk``, ``msgpack-zstd.tpk``..."""
+    """``msgpack.tpk``, ``msgpack-zstd.tpk``, ``flatbuffers.tpk`` (the row layout, ``flatbuffers-rows``)..."""
     suffix = next(s for s, name, _ in COMPRESSIONS if name == compression)
-    return f"{codec}{suffix}.tpk"
+    return f"{FILE_STEMS.get(codec, codec)}{suffix}.tpk"
+
+
+def codec_of(stem: str) -> str:
+    """The codec (a name of CODECS, as headers print) of a golden file's stem without its compression suffix."""
+    return next((codec for codec, s in FILE_STEMS.items() if s == stem), stem)
 
 
 # -- the document ------------------------------------------------------------------------------------
@@ -572,14 +583,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--codec",
         default=",".join(REQUIRED_CODECS),
-        help=f"comma-separated, of {', '.join(CODECS)} (default: {','.join(REQUIRED_CODECS)})",
+        help=f"comma-separated, of {', '.join(WRITE_NAMES)} (default: {','.join(REQUIRED_CODECS)})",
     )
     p.add_argument("--version", default=f"{CURRENT[0]}.{CURRENT[1]}", help="schema version to write (default: current)")
     args = p.parse_args(argv)
     codecs = [c.strip() for c in args.codec.split(",") if c.strip()]
-    unknown = [c for c in codecs if c not in CODECS]
+    unknown = [c for c in codecs if c not in CODECS and c not in ALIASES]
     if unknown:
-        p.error(f"unknown codec(s) {', '.join(unknown)}; expected {', '.join(CODECS)}")
+        p.error(f"unknown codec(s) {', '.join(unknown)}; expected {', '.join(WRITE_NAMES)}")
+    codecs = [ALIASES.get(c, c) for c in codecs]  # flatbuffers: the column layout
     major, _, minor = args.version.partition(".")
     if not (major.isdigit() and minor.isdigit()):
         p.error(f"--version {args.version!r}: expected MAJOR.MINOR")

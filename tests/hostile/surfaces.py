@@ -61,7 +61,7 @@ def _tpk_seeds() -> list[tuple[str, bytes]]:
     from tracepack.torch.export.model_json import import_model_json
 
     doc = import_model_json((ROOT / "src/tracepack/data/sample/model.json").read_bytes(), source="model.json")
-    for codec in ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"):
+    for codec in ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"):
         for comp in ("none", "zstd"):
             out.append((f"sample.{codec}.{comp}", tracepack.dumps(doc, codec=codec, compression=comp)))
     return out
@@ -257,7 +257,7 @@ def _executorch_seeds() -> list[tuple[str, bytes]]:
     # The mobile archive as a .tpk: its lite-interpreter extension, read by symbolicate.
     mobile = folder / "mobile.ptl"
     doc = import_archive(str(mobile), mobile.read_bytes())
-    for codec in ("msgpack", "flatbuffers"):
+    for codec in ("msgpack", "flatbuffers-rows", "flatbuffers-columns"):
         out.append((f"mobile.ptl as {codec}.tpk", tracepack.dumps(doc, codec=codec, compression="none")))
     return out
 

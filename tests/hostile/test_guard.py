@@ -81,7 +81,7 @@ def test_a_real_import_changes_nothing_global(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(sys, "setrecursionlimit", lambda n: calls.append(("recursion", n)))
     monkeypatch.setattr(sys, "set_int_max_str_digits", lambda n: calls.append(("digits", n)))
     doc = import_model_json(MODEL_JSON.read_bytes(), source="model.json")
-    for codec in ("json", "msgpack", "columnar", "flatbuffers"):
+    for codec in ("json", "msgpack", "columnar", "flatbuffers-rows", "flatbuffers-columns"):
         again = tracepack.loads(tracepack.dumps(doc, codec=codec))
         assert export_model_json(again) == MODEL_JSON.read_bytes()
     assert calls == []

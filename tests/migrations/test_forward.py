@@ -21,7 +21,7 @@ from tracepack.codecs import codec_by_name
 from tracepack.migrations import v1_0_to_v1_1 as step
 from tracepack.versions import CURRENT, RELEASED, generated, reader_version
 
-CODECS = ["json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"]
+CODECS = ["json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"]
 #: A newer minor of the current version's major, which no release has reached.
 NEWER = (CURRENT[0], CURRENT[1] + 6)
 N = f"{NEWER[0]}.{NEWER[1]}"
@@ -98,7 +98,7 @@ def _pad(items: list[Any], struct: type, extra: Any) -> list[Any]:
 def _payload_1_7(raw: Any, codec: str) -> bytes:
     """A payload of a newer minor: the current document plus fields its writer added (JSON, MessagePack,
     columnar)."""
-    if codec == "flatbuffers":  # FlatBuffers skips unknown ids: test_a_1_0_reader_... covers it
+    if codec == "flatbuffers-rows":  # FlatBuffers skips unknown ids: test_a_1_0_reader_... covers it
         _, module = codec_by_name(codec)
         newer = msgspec.structs.replace(
             raw, header=msgspec.structs.replace(raw.header, version=_gen.model.Version(*NEWER))

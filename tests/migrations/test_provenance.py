@@ -127,7 +127,7 @@ def _all(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @given(rich_documents())
 def test_rich_documents_render_what_went_in_through_every_codec(rich: RichDocument) -> None:
-    for codec in ("json", "msgpack", "flatbuffers"):
+    for codec in ("json", "msgpack", "flatbuffers-rows", "flatbuffers-columns"):
         doc = tracepack.loads(tracepack.dumps(rich.doc, codec=codec))
         assert doc == rich.doc
         for name, meta in rich.meta.items():

@@ -53,7 +53,7 @@ def test_layout_is_the_releases(version: str, name: str) -> None:
 
 
 @pytest.mark.parametrize(("version", "name"), EXPORTS)
-@pytest.mark.parametrize("codec", ["json", "msgpack", "flatbuffers"])
+@pytest.mark.parametrize("codec", ["json", "msgpack", "flatbuffers-rows", "flatbuffers"])
 def test_import_is_lossless(version: str, name: str, codec: str) -> None:
     _, raw = program(version, name)
     doc = import_archive(name, path(version, name).read_bytes())

@@ -43,7 +43,7 @@ from tracepack.codegen.model import INT_RANGES, Field, Schema, Struct, TypeRef
 
 __all__ = ["CODECS", "Generated", "Identity", "Outcome", "cross_check", "generated", "port", "sample"]
 
-CODECS = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 
 _ROOT = Path(tempfile.mkdtemp(prefix="tracepack-differential-"))
 sys.path.insert(0, str(_ROOT))
@@ -84,7 +84,7 @@ class Generated:
             return msgspec.json.encode(self.convert.to_json(raw))
         if codec == "msgpack":
             return msgspec.msgpack.encode(raw)
-        if codec == "flatbuffers":
+        if codec == "flatbuffers-rows":
             return bytes(self.fbcodec.encode(raw))
         if codec == "flatbuffers-columns":
             return _fbcolumns_encode(raw, self.root)
@@ -96,7 +96,7 @@ class Generated:
             raw = self.convert.from_json(self._json.decode(data))
         elif codec == "msgpack":
             raw = self._msgpack.decode(data)
-        elif codec == "flatbuffers":
+        elif codec == "flatbuffers-rows":
             raw = self.fbcodec.decode(_fbrt.Reader(memoryview(data)))
         elif codec == "flatbuffers-columns":
             raw = _fbcolumns_decode(data, self.root)

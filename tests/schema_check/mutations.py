@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
-ALL = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+ALL = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 #: The column codecs: one column per field path (by name), enum values and variant ids by number.
 COLUMNS = ("columnar", "flatbuffers-columns")
 
@@ -48,7 +48,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     # The name only names generated code (the FlatBuffers namespace): no byte changes.
     "SCHEMA_NAME_CHANGED": ("minor", ()),
     "ROOT_CHANGED": ("major", ALL),
-    "FILE_IDENTIFIER_CHANGED": ("major", ("flatbuffers",)),
+    "FILE_IDENTIFIER_CHANGED": ("major", ("flatbuffers-rows",)),
     "STRUCT_ADDED": ("minor", ()),
     # What held a removed type changed too (a finding of its own); the type itself is not on the wire.
     "STRUCT_REMOVED": ("minor", ()),
@@ -69,41 +69,41 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "COLUMN_ADDED_NOT_SPARSE": ("major", ALL),
     "FIELD_REMOVED": ("major", ALL),
     "FIELD_RENAMED": ("major", ("json", *COLUMNS)),
-    "FIELD_ID_CHANGED": ("major", ("msgpack", "flatbuffers")),
-    "FIELD_FB_ID_CHANGED": ("major", ("flatbuffers",)),
+    "FIELD_ID_CHANGED": ("major", ("msgpack", "flatbuffers-rows")),
+    "FIELD_FB_ID_CHANGED": ("major", ("flatbuffers-rows",)),
     "FIELD_ID_REUSED": ("forbidden", ALL),
     "FIELD_DEPRECATED_REUSED": ("forbidden", ALL),
     "FIELD_NAME_REUSED": ("forbidden", ALL),
-    "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers",)),
+    "FIELD_TYPE_PROMOTED": ("major", ("flatbuffers-rows",)),
     "FIELD_TYPE_CHANGED": ("major", ALL),
     # JSON and FlatBuffers omit a value equal to the default, the FlatBuffers column layout a field
     # whose every row holds it; MessagePack (array-like structs) and columnar write every value.
-    "FIELD_DEFAULT_CHANGED": ("forbidden", ("json", "flatbuffers", "flatbuffers-columns")),
-    "FIELD_DEFAULT_ADDED": ("major", ("json", "flatbuffers", "flatbuffers-columns")),
-    "FIELD_DEFAULT_REMOVED": ("major", ("json", "flatbuffers", "flatbuffers-columns")),
+    "FIELD_DEFAULT_CHANGED": ("forbidden", ("json", "flatbuffers-rows", "flatbuffers-columns")),
+    "FIELD_DEFAULT_ADDED": ("major", ("json", "flatbuffers-rows", "flatbuffers-columns")),
+    "FIELD_DEFAULT_REMOVED": ("major", ("json", "flatbuffers-rows", "flatbuffers-columns")),
     "FIELD_MADE_OPTIONAL": ("major", ALL),
     "FIELD_MADE_REQUIRED": ("major", ALL),
     "FIELD_DEPRECATED": ("minor", ()),
-    "REQUIRED_FIELD_DEPRECATED": ("major", ("flatbuffers",)),
+    "REQUIRED_FIELD_DEPRECATED": ("major", ("flatbuffers-rows",)),
     "FIELD_UNDEPRECATED": ("minor", ()),
-    "REQUIRED_FIELD_UNDEPRECATED": ("major", ("flatbuffers",)),
+    "REQUIRED_FIELD_UNDEPRECATED": ("major", ("flatbuffers-rows",)),
     "CONSTRAINT_TIGHTENED": ("major", ALL),
     "CONSTRAINT_LOOSENED": ("major", ALL),
     "CONSTRAINT_CHANGED": ("major", ALL),
-    "ENUM_TYPE_CHANGED": ("major", ("flatbuffers",)),
+    "ENUM_TYPE_CHANGED": ("major", ("flatbuffers-rows",)),
     "ENUM_VALUE_ADDED": ("minor", ()),
     "ENUM_VALUE_REMOVED": ("major", ALL),
     "ENUM_VALUE_RENAMED": ("major", ("json",)),
-    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers", *COLUMNS)),
+    "ENUM_VALUE_RENUMBERED": ("major", ("msgpack", "flatbuffers-rows", *COLUMNS)),
     "ENUM_VALUE_DEPRECATED_REUSED": ("forbidden", ALL),
     "ENUM_VALUE_NUMBER_REUSED": ("forbidden", ALL),
-    "ENUM_VALUE_NAME_REUSED": ("forbidden", ("msgpack", "flatbuffers", *COLUMNS)),
+    "ENUM_VALUE_NAME_REUSED": ("forbidden", ("msgpack", "flatbuffers-rows", *COLUMNS)),
     "ENUM_VALUE_DEPRECATED": ("minor", ()),
     "ENUM_VALUE_UNDEPRECATED": ("minor", ()),
     "UNION_VARIANT_ADDED": ("minor", ()),
     "UNION_VARIANT_REMOVED": ("major", ALL),
     "UNION_VARIANT_RENAMED": ("major", ("json",)),
-    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers", *COLUMNS)),
+    "UNION_VARIANT_ID_CHANGED": ("major", ("msgpack", "flatbuffers-rows", *COLUMNS)),
     "UNION_VARIANT_TYPE_CHANGED": ("major", ALL),
     "UNION_VARIANT_ID_REUSED": ("forbidden", ALL),
     "UNION_VARIANT_DEPRECATED_REUSED": ("forbidden", ALL),

@@ -47,7 +47,7 @@ def test_major_change_declared_minor(capsys: pytest.CaptureFixture[str]) -> None
         """\
 check base-1.0.toml (1.0, released) -> major-1.1.toml (1.1, draft)
   major FIELD_RENAMED Point.left: field 0 was named `x`: JSON files key it by name [breaks json, columnar, flatbuffers-columns]
-  major FIELD_REMOVED Label.text: field 0 (str) was removed [breaks json, msgpack, flatbuffers, columnar, flatbuffers-columns]
+  major FIELD_REMOVED Label.text: field 0 (str) was removed [breaks json, msgpack, flatbuffers-rows, columnar, flatbuffers-columns]
 FAIL: the changes need a major bump to 2.0, but major-1.1.toml declares 1.1, a minor bump
 Ways out (1-2 together to keep 1.1, or 3):
   1. keep the name `Point.x` (FIELD_RENAMED)
@@ -87,9 +87,9 @@ def test_forbidden_change(capsys: pytest.CaptureFixture[str]) -> None:
         """\
 check base-1.0.toml (1.0, released) -> forbidden-1.1.toml (1.1, draft)
   major FIELD_TYPE_PROMOTED Point.y: type i32 widened to i64: JSON and MessagePack read old values, \
-FlatBuffers does not [breaks flatbuffers]
+FlatBuffers does not [breaks flatbuffers-rows]
   forbidden FIELD_DEFAULT_CHANGED Doc.color: default "red" became "green": files that omitted it would \
-change meaning [breaks json, flatbuffers, flatbuffers-columns]
+change meaning [breaks json, flatbuffers-rows, flatbuffers-columns]
 FAIL: FIELD_DEFAULT_CHANGED at Doc.color is forbidden in every version
 Ways out:
   1. restore `default = "red"` on `Doc.color`; for another default, add a new field and deprecate \
@@ -123,7 +123,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
         "rule": "FIELD_REMOVED",
         "where": "Label.text",
         "detail": "field 0 (str) was removed",
-        "breaks": ["json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"],
+        "breaks": ["json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"],
         "bump": "major",
         "fix": "keep `Label.text` and mark it `deprecated = true` instead of removing it",
     }

@@ -117,7 +117,7 @@ def test_a_minor_release_adding_two_fields(tmp_path: Path) -> None:
     assert f"tracepack_generated.{new.module_name}" in (root / "src" / "tracepack" / "model.py").read_text()
     assert sorted(p.name for p in (root / "tests" / "golden" / version).iterdir()) == sorted(
         [
-            f"{c}{z}.tpk"
+            f"{c}{z}.tpk"  # the row layout's files keep their first name, flatbuffers.tpk
             for c in ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
             for z in ("", "-zstd")
         ]

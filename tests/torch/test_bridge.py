@@ -24,7 +24,7 @@ def full_meta(program: object) -> list[tuple[str, object, object, object]]:
 
 
 @pytest.mark.parametrize("name", PT2)
-@pytest.mark.parametrize("codec", ["msgpack", "flatbuffers"])
+@pytest.mark.parametrize("codec", ["msgpack", "flatbuffers-rows", "flatbuffers"])
 def test_exported_program_round_trip(name: str, codec: str) -> None:
     ep = torch.export.load(CORPUS / name)
     doc = tt.to_document(ep)

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = TORCH_MARKS
 
-CODECS = [(c, z) for c in ("json", "msgpack", "flatbuffers") for z in ("none", "zstd")]
+CODECS = [(c, z) for c in ("json", "msgpack", "flatbuffers-rows", "flatbuffers") for z in ("none", "zstd")]
 
 
 def model_json(path: Path) -> bytes:

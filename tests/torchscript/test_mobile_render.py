@@ -192,7 +192,7 @@ def test_kept_through_older_schema_versions_and_every_codec() -> None:
     """The extension's range rows stay valid through a downgrade to schema 1.0 and back."""
     doc = document(MOBILE)
     want = LiteDebugTable.from_archive(MOBILE.read_bytes(), source=str(MOBILE))
-    for codec in ("json", "msgpack", "flatbuffers", "columnar"):
+    for codec in ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"):
         back = tracepack.loads(tracepack.dumps(doc, codec=codec, version=(1, 0)))
         assert lite_table_from_document(back) == want, codec
 

@@ -35,7 +35,7 @@ def _nodes(program: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_same_graph_across_formats_codecs_and_versions(tmp_path: Path) -> None:
     base = tracepack.load(MODEL_JSON)
     others = [tracepack.load(PT2)]
-    for codec in ("json", "msgpack", "flatbuffers", "columnar"):
+    for codec in ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"):
         for version in ((1, 0), (1, 1)):
             path = tmp_path / f"m-{codec}-{version[1]}.tpk"
             try:

@@ -69,6 +69,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     import tracepack
     from tracepack import dictionaries
+    from tracepack.codecs import resolve
     from tracepack.container import MAGIC
     from tracepack.formats import read_document
 
@@ -85,7 +86,8 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
         torch_input = not is_tpk
         if torch_input and args.zstd_dict is None and args.compression == "zstd":
             zdict = dictionaries.get(dictionaries.default_for(doc))  # built in: readers need no file
-        codecs = [args.codec] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
+        # --codec flatbuffers is the column layout: reported (and in inspect) as flatbuffers-columns
+        codecs = [resolve(args.codec)] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
         version = parse_version(args.to_version)
         best: tuple[bytes, str] | None = None
         stages.step(f"encoding ({', '.join(codecs)})")
@@ -192,7 +194,7 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     columns = column_sizes(written_raw, header.codec, written, zstd_dict=zdict)
     compressed = table_sizes(columns)
     info["compressed_bytes"] = {t: c for t, (_, c) in compressed.items()}
-    if header.codec in ("flatbuffers", "flatbuffers-columns"):  # the FlatBuffers bytes, not a MessagePack stand-in
+    if header.codec in ("flatbuffers-rows", "flatbuffers-columns"):  # the FlatBuffers bytes, not a MessagePack stand-in
         info["bytes"] = {t: b for t, (b, _) in compressed.items()}
     info["columns"] = [
         {"table": c.table, "column": c.column, "bytes": c.raw_bytes, "compressed_bytes": c.compressed_bytes}
@@ -212,7 +214,7 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         rows = sizes.get(table, "")
         packed = compressed.get(table, (0, 0))[1]
         print(f"  {table:<14} {rows!s:>10} {nbytes:>12} {packed:>10}")
-    what = {"columnar": "columns", "flatbuffers": "columns (FlatBuffers)", "flatbuffers-columns": "columns"}.get(
+    what = {"columnar": "columns", "flatbuffers-rows": "columns (FlatBuffers)", "flatbuffers-columns": "columns"}.get(
         header.codec, "columns (MessagePack)"
     )
     print(f"  (zstd-19: each table's {what} compressed on its own{', with the dictionary' if zdict else ''})")
@@ -318,7 +320,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add this module's commands to the ``tracepack`` parser."""
-    from tracepack.codecs import CODECS
+    from tracepack.codecs import WRITE_NAMES
     from tracepack.container import COMPRESSIONS
 
     c = sub.add_parser(
@@ -335,10 +337,11 @@ def register(sub: Any) -> None:
     )
     c.add_argument(
         "--codec",
-        choices=list(CODECS),
+        choices=list(WRITE_NAMES),
         default=None,
-        help="payload codec (default: for torch inputs the smallest of columnar, msgpack and flatbuffers-columns, "
-        "else msgpack)",
+        help="payload codec; flatbuffers is the FlatBuffers column layout (flatbuffers-columns, codec id 4), "
+        "flatbuffers-rows the row layout (id 2) (default: for torch inputs the smallest of columnar, msgpack and "
+        "flatbuffers-columns, else msgpack)",
     )
     c.add_argument("--compression", choices=list(COMPRESSIONS), default="zstd", help="default zstd")
     c.add_argument("--level", type=int, default=3, help="zstd level, -7..22 (default 3)")

@@ -10,6 +10,17 @@ knowing them all:
     place in the document);
 
 and the registry here maps codec names and header ids to those modules.
+
+Names. Every header id has one name, the one ``inspect``/``info`` print and
+:attr:`tracepack.container.Header.codec` holds: ``json`` (0), ``msgpack`` (1),
+``flatbuffers-rows`` (2, the FlatBuffers row layout: a table per node),
+``columnar`` (3) and ``flatbuffers-columns`` (4, the FlatBuffers column
+layout). A writer also takes the names of :data:`ALIASES`: ``flatbuffers``
+means the column layout (id 4), the FlatBuffers layout that is smaller than
+zstd of torch's model.json; earlier builds wrote the row layout (id 2) for
+``flatbuffers`` (and refuse id 4 files if older than the column layout).
+Readers go by the id in the header, never by a name, so every file written
+under any name stays readable.
 """
 
 from __future__ import annotations
@@ -20,25 +31,49 @@ from typing import Final
 
 from tracepack.errors import ContainerError, UsageError
 
-__all__ = ["CODECS", "CODEC_IDS", "codec_by_id", "codec_by_name"]
+__all__ = ["ALIASES", "CODECS", "CODEC_IDS", "WRITE_NAMES", "codec_by_id", "codec_by_name", "resolve"]
 
-#: Codec name -> (header id, implementing module).
+#: Codec name -> (header id, implementing module): one name per id, the name a header's id prints as.
 CODECS: Final[dict[str, tuple[int, str]]] = {
     "json": (0, "tracepack.codecs.json"),
     "msgpack": (1, "tracepack.codecs.msgpack"),
-    "flatbuffers": (2, "tracepack.codecs.flatbuffers"),
+    "flatbuffers-rows": (2, "tracepack.codecs.flatbuffers"),
     "columnar": (3, "tracepack.codecs.columnar"),
     "flatbuffers-columns": (4, "tracepack.codecs.fbcolumns"),
 }
 CODEC_IDS: Final[dict[int, str]] = {i: name for name, (i, _) in CODECS.items()}
 
+#: Other names a writer takes (``--codec``, ``dumps(codec=)``), and the codec each one means.
+ALIASES: Final[dict[str, str]] = {"flatbuffers": "flatbuffers-columns"}
+
+#: Every name a writer takes, in the order help and errors list them.
+WRITE_NAMES: Final[tuple[str, ...]] = (
+    "json",
+    "msgpack",
+    "flatbuffers",
+    "flatbuffers-rows",
+    "columnar",
+    "flatbuffers-columns",
+)
+
+
+def _expected() -> str:
+    return ", ".join(f"{n} (= {ALIASES[n]})" if n in ALIASES else n for n in WRITE_NAMES)
+
+
+def resolve(name: str, *, where: str = "--codec") -> str:
+    """The codec name (a key of :data:`CODECS`) that ``name`` or its alias means; UsageError if none."""
+    if name in CODECS:
+        return name
+    alias = ALIASES.get(name)
+    if alias is None:
+        raise UsageError(f"unknown codec {name!r}", where=where, expected=_expected())
+    return alias
+
 
 def codec_by_name(name: str) -> tuple[int, ModuleType]:
-    """The header id and module of codec ``name``."""
-    try:
-        cid, module = CODECS[name]
-    except KeyError:
-        raise UsageError(f"unknown codec {name!r}", where="--codec", expected=" or ".join(CODECS)) from None
+    """The header id and module of codec ``name`` (or an alias of one, see :data:`ALIASES`)."""
+    cid, module = CODECS[resolve(name)]
     return cid, importlib.import_module(module)
 
 

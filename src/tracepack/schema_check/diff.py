@@ -411,7 +411,7 @@ class _Diff:
         after = f"give `{where}` a new id after the last one"
         # Positional codecs read one field as the other; codecs that key by name only miss a
         # required field that one side's files lack.
-        codecs: tuple[Codec, ...] = ("msgpack", "flatbuffers")
+        codecs: tuple[Codec, ...] = ("msgpack", "flatbuffers-rows")
         if o.required or n.required:
             codecs += ("json", *_COLUMNS)
         if o.deprecated and not n.deprecated:
@@ -511,7 +511,7 @@ class _Diff:
             required = o.required or n.required
             # FlatBuffers readers see an unwritten scalar as 0, what a deprecated one holds; a string or
             # list they require is missing.
-            fb_codecs: tuple[Codec, ...] = () if n.type.kind in ("scalar", "enum") else ("flatbuffers",)
+            fb_codecs: tuple[Codec, ...] = () if n.type.kind in ("scalar", "enum") else ("flatbuffers-rows",)
             if n.deprecated:
                 self.add(
                     "REQUIRED_FIELD_DEPRECATED" if required else "FIELD_DEPRECATED",
@@ -633,7 +633,7 @@ class _Diff:
             return ()
         stored = _stored(old_uses, old_value) or _stored(new_uses, new_value)
         many = _stored(old_uses, old_value, _many_rows(self.old)) or _stored(new_uses, new_value, _many_rows(self.new))
-        out = (*always, "json", "flatbuffers") if stored else always
+        out = (*always, "json", "flatbuffers-rows") if stored else always
         return (*out, "flatbuffers-columns") if stored or many else out
 
     def enum_use_note(self, old_enum: str, new_enum: str, old_value: str, new_value: str) -> str:
@@ -653,7 +653,7 @@ _COLUMNS: tuple[Codec, ...] = ("columnar", "flatbuffers-columns")
 def _omitters(fb: bool) -> tuple[Codec, ...]:
     """Codecs that leave out a field holding its default: JSON, the FlatBuffers column layout (when
     every row holds it, floats and zeros included) and, when ``fb``, FlatBuffers."""
-    return ("json", "flatbuffers", "flatbuffers-columns") if fb else ("json", "flatbuffers-columns")
+    return ("json", "flatbuffers-rows", "flatbuffers-columns") if fb else ("json", "flatbuffers-columns")
 
 
 _ALWAYS_ROWS = " (but a row column of a table that references point into is never empty: nothing is omitted)"
@@ -879,11 +879,11 @@ def _reuse_codecs(
         return None
     codecs: set[Codec] = set()
     if o.id == n.id:
-        codecs |= {"msgpack", "flatbuffers"}
+        codecs |= {"msgpack", "flatbuffers-rows"}
     if o.name == n.name or o.required or n.required:
         codecs |= {"json", *_COLUMNS}
     if o.required or n.required:
-        codecs |= {"msgpack", "flatbuffers"}
+        codecs |= {"msgpack", "flatbuffers-rows"}
     return tuple(c for c in CODECS if c in codecs)
 
 

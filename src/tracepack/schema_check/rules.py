@@ -23,7 +23,8 @@ number covers every codec:
 Codecs identify things differently, which is why a rule can break one codec
 and not another: the JSON codec keys fields, enum values and union variants
 by **name**; MessagePack uses a field's **position** (its ``id``), enum
-**values** and variant **ids**; FlatBuffers uses explicit field ids (a union
+**values** and variant **ids**; the FlatBuffers row layout (``flatbuffers-rows``,
+codec id 2) uses explicit field ids (a union
 field takes two, see :func:`tracepack.codegen.emit_fbs.fbs_field_ids`), fixed
 scalar **widths**, enum values and variant ids. The columnar codec keys
 fields by **name** (a column per field path, like JSON) but enum **values**
@@ -46,10 +47,10 @@ from typing import Final, Literal
 __all__ = ["BUMP_ORDER", "CODECS", "RULES", "Bump", "Codec", "Rule", "worst"]
 
 Bump = Literal["none", "minor", "major", "forbidden"]
-Codec = Literal["json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns"]
+Codec = Literal["json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns"]
 
 #: Every codec of the format, in the order findings list them.
-CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+CODECS: Final[tuple[Codec, ...]] = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 #: Bumps from least to most severe.
 BUMP_ORDER: Final[tuple[Bump, ...]] = ("none", "minor", "major", "forbidden")
 
@@ -59,17 +60,17 @@ _JSON: tuple[Codec, ...] = ("json",)
 #: Codecs that key fields by name: JSON, and the column codecs (one column per field path).
 _FIELD_NAMES: tuple[Codec, ...] = ("json", "columnar", "flatbuffers-columns")
 #: Codecs that find fields by position or id.
-_POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers")
+_POSITIONAL: tuple[Codec, ...] = ("msgpack", "flatbuffers-rows")
 #: Codecs that store enum values and union variants by number.
-_NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers", "columnar", "flatbuffers-columns")
+_NUMBERS: tuple[Codec, ...] = ("msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 #: Codecs that omit fields at their default when writing: JSON, and FlatBuffers for everything but
 #: floats (which it always writes, so NaN payloads and -0.0 survive). MessagePack structs are
 #: array-like, every field written; columnar writes every column that has rows. The FlatBuffers
 #: column layout leaves out a field whose every row holds its default, floats included.
-_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "flatbuffers", "flatbuffers-columns")
+_OMIT_DEFAULTS: tuple[Codec, ...] = ("json", "flatbuffers-rows", "flatbuffers-columns")
 #: The column codecs: one column per path, shredded by the same plan.
 _COLUMNS: tuple[Codec, ...] = ("columnar", "flatbuffers-columns")
-_FB: tuple[Codec, ...] = ("flatbuffers",)
+_FB: tuple[Codec, ...] = ("flatbuffers-rows",)
 
 
 @dataclass(frozen=True)
