@@ -87,7 +87,7 @@ class Generated:
         if codec == "flatbuffers-rows":
             return bytes(self.fbcodec.encode(raw))
         if codec == "flatbuffers-columns":
-            return _fbcolumns_encode(raw, self.root)
+            return fbcolumns.encode_model(raw, self.root)
         return columnar.encode_model(raw, self.root)
 
     def decode(self, codec: str, data: bytes) -> Any:
@@ -99,28 +99,11 @@ class Generated:
         elif codec == "flatbuffers-rows":
             raw = self.fbcodec.decode(_fbrt.Reader(memoryview(data)))
         elif codec == "flatbuffers-columns":
-            raw = _fbcolumns_decode(data, self.root)
+            raw = fbcolumns.decode_model(data, self.root)
         else:
             raw = columnar.decode_model(data, self.root)
         self.validate(raw)
         return raw
-
-
-def _fbcolumns_encode(raw: Any, root: type) -> bytes:
-    """The ``Columns`` buffer :func:`tracepack.codecs.fbcolumns.encode` writes, for any root type.
-
-    The codec's own entry points take a release's ``Document``; this is their shredder and writer on
-    the columnar plan of ``root`` (the side index after the buffer, a list of node names, is left out:
-    the decoder ignores it)."""
-    shredder = fbcolumns._Shredder()
-    shredder.shred(columnar._plan(root), [raw])
-    return fbcolumns._write(shredder.values)
-
-
-def _fbcolumns_decode(data: bytes, root: type) -> Any:
-    """:func:`tracepack.codecs.fbcolumns.decode` for any root type: the directory, then the plan's rows."""
-    directory = fbcolumns.Directory(memoryview(data), None)
-    return columnar._plan(root).decode(fbcolumns._Reader(directory, len(data), None), 1)[0]
 
 
 _BY_ID: dict[int, tuple[Schema, Generated]] = {}

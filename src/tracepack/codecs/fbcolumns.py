@@ -71,7 +71,9 @@ __all__ = [
     "RandomAccess",
     "column_bytes",
     "decode",
+    "decode_model",
     "encode",
+    "encode_model",
 ]
 
 #: File identifier of the ``Columns`` buffer.
@@ -287,15 +289,25 @@ def column_bytes(raw: Any, version: tuple[int, int]) -> dict[str, bytes]:
     return out
 
 
+def encode_model(raw: Any, root: type) -> bytes:
+    """The ``Columns`` buffer of ``raw``, an instance of the struct type ``root`` (any msgspec model of
+    the kinds the schema language has, on the columnar codec's plan of ``root``): what :func:`encode`
+    writes, for any root type, without the side index (which lists a Document's node names)."""
+    s = _Shredder()
+    try:
+        s.shred(col._plan(root), [raw])
+        return _write(s.values)
+    except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
+        raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
+
+
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
     """Encode a document of the generated model of ``version``: the columns, the side index, the trailer."""
     root: type = generated(version).model.Document
     if type(raw) is not root:
         raise EncodeError(f"expected a schema {version[0]}.{version[1]} Document, got {type(raw).__qualname__}")
-    s = _Shredder()
+    body = encode_model(raw, root)
     try:
-        s.shred(col._plan(generated(version).model.Document), [raw])
-        body = _write(s.values)
         side = fbc.side_index(raw)
     except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
@@ -303,6 +315,22 @@ def encode(raw: Any, version: tuple[int, int]) -> bytes:
 
 
 # -- reading ---------------------------------------------------------------------------------------
+
+
+#: A column's kind -> the kind whose vector counts its values (a blob column's lengths are ``uint32``).
+_COUNTED: Final = bytes(_U32_KIND if k == _BLOB else k for k in range(256))
+
+
+def _entries(paths: list[str], kinds: bytes, counts: list[int]) -> tuple[dict[str, tuple[int, int, int]], list[int]]:
+    """Each path's ``(kind, first value in its counted kind's vector, count)``, and the values each kind's
+    vector holds (a small file's directory is much of its fixed cost: one tight loop, the rest in C)."""
+    used = [0] * len(KINDS)
+    starts: list[int] = []
+    append = starts.append
+    for k, c in zip(kinds.translate(_COUNTED), counts, strict=True):
+        append(used[k])
+        used[k] += c
+    return dict(zip(paths, zip(kinds, starts, counts, strict=True), strict=True)), used
 
 
 class Directory:
@@ -349,17 +377,16 @@ class Directory:
                 f"{len(paths)} paths, {len(kinds)} kinds, {len(counts)} counts",
                 expected="one kind and one count per path",
             )
-        used = [0] * len(KINDS)
-        entries: dict[str, tuple[int, int, int]] = {}
-        for path, kind, count in zip(paths, kinds, counts, strict=True):
-            if kind >= len(KINDS):
-                raise self.error(f"Columns.kinds ({path})", f"unknown kind {kind}", expected=f"0..{len(KINDS) - 1}")
-            if path in entries:
-                raise self.error(f"Columns.paths ({path})", "the path occurs twice", expected="each path once")
-            # A blob column's lengths are in uint32; a text column's values are counted when text is split.
-            counted = _U32_KIND if kind == _BLOB else kind
-            entries[path] = (kind, used[counted], count)
-            used[counted] += count
+        if kinds and max(kinds) >= len(KINDS):
+            at = next(i for i, k in enumerate(kinds) if k >= len(KINDS))
+            raise self.error(
+                f"Columns.kinds ({paths[at]})", f"unknown kind {kinds[at]}", expected=f"0..{len(KINDS) - 1}"
+            )
+        entries, used = _entries(paths, bytes(kinds), counts.tolist())
+        if len(entries) != len(paths):
+            seen: set[str] = set()
+            twice = next(p for p in paths if p in seen or seen.add(p))  # type: ignore[func-returns-value]
+            raise self.error(f"Columns.paths ({twice})", "the path occurs twice", expected="each path once")
         for kind in range(_TEXT):
             if used[kind] != len(vectors[kind]):
                 raise self.error(
@@ -386,22 +413,30 @@ class Directory:
 
 
 class _Check:
-    """What an integer column's values must be: a mapping of allowed values, or bounds."""
+    """What an integer column's values must be: a mapping of allowed values, or bounds.
 
-    __slots__ = ("allowed", "hi", "lo")
+    ``same``: the allowed values map to themselves (variant ids, literals), so values are checked, not
+    mapped; ``fits``: the integer kinds whose every value is within the bounds (no value to check)."""
+
+    __slots__ = ("allowed", "fits", "hi", "lo", "same")
 
     def __init__(self, allowed: dict[int, Any] | None, lo: int | None, hi: int | None) -> None:
         self.allowed, self.lo, self.hi = allowed, lo, hi
+        self.same = allowed is not None and all(k is v for k, v in allowed.items())
+        self.fits = frozenset(
+            k for k, a, b in _INTS if allowed is None and (lo is None or lo <= a) and (hi is None or b <= hi)
+        )
 
 
-_CHECKS: dict[int, _Check] = {}
+#: Checks by the plan's column decoder (the plans, and so their decoders, live as long as the process).
+_CHECKS: dict[msgspec.msgpack.Decoder[Any], _Check] = {}
 
 
 def _checks(plain: msgspec.msgpack.Decoder[Any]) -> _Check:
     """The check of a plan's integer column decoder (``list[int]``, bounded, an IntEnum, variant ids)."""
-    check = _CHECKS.get(id(plain))
+    check = _CHECKS.get(plain)
     if check is None:
-        check = _CHECKS[id(plain)] = _make_check(typing.get_args(plain.type)[0])
+        check = _CHECKS[plain] = _make_check(typing.get_args(plain.type)[0])
     return check
 
 
@@ -438,16 +473,22 @@ def _skip(n: int) -> re.Pattern[bytes]:
 
 
 _FLOATS: Final = col._decoder(float)
+#: How :meth:`_Reader.column` reads a column, by the plan's decoder of it (any other: integers).
+_M_INT, _M_TEXT, _M_BYTES, _M_BOOL, _M_FLOAT = range(5)
+_MODES: Final[dict[Any, int]] = {col._STRINGS: _M_TEXT, _BYTES: _M_BYTES, col._BOOLS: _M_BOOL, _FLOATS: _M_FLOAT}
+_U64_KIND: Final = 8
 
 
 class _Reader(col._Reader):
     """The columnar plan's reader, on the directory's typed vectors instead of MessagePack columns."""
 
-    __slots__ = ("blobs", "directory", "texts")
+    __slots__ = ("blobs", "directory", "entries", "texts", "vectors")
 
     def __init__(self, directory: Directory, limit: int, source: str | None) -> None:
         super().__init__({}, limit, source)
         self.directory = directory
+        self.entries = directory.entries
+        self.vectors = directory.vectors
         self.texts: list[str] | None = None
         self.blobs: dict[str, list[bytes]] | None = None
 
@@ -501,61 +542,71 @@ class _Reader(col._Reader):
     def column(
         self, path: str, n: int, plain: msgspec.msgpack.Decoder[Any], what: str, *, delta: bool = False
     ) -> tuple[list[Any], bool] | None:
-        entry = self.directory.entries.get(path)
+        entry = self.entries.get(path)
         if entry is None:
             return None
         kind, start, count = entry
         if count != n:
             raise self.error(path, f"the column has {count} values", expected=f"{n}, one per row")
-        values: list[Any]
-        if plain is col._STRINGS or plain is _BYTES:
-            if kind == _TEXT and plain is col._STRINGS:
+        check = _CHECKS.get(plain)  # an integer column whose check is known: one lookup
+        mode = _M_INT if check is not None else _MODES.get(plain, _M_INT)
+        if mode == _M_INT:
+            if not _BOOL < kind <= _U64_KIND:  # bool, float64, text, blob
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected=f"integers ({what})")
+            values: list[Any] = self.vectors[kind][start : start + n].tolist()
+            if check is None:
+                check = _checks(plain)
+            if check.allowed is not None:  # enum values, variant ids (0: none)
+                if check.same:
+                    if check.allowed.keys() >= set(values):
+                        return values, False
+                else:
+                    try:
+                        return list(map(check.allowed.__getitem__, values)), False
+                    except KeyError:
+                        pass
+                row = next(i for i, v in enumerate(values) if v not in check.allowed)
+                raise self.error(path, f"row {row}: Invalid enum value {values[row]}", expected=what)
+            if kind in check.fits or not values:
+                return values, False
+            lo, hi = check.lo, check.hi
+            if (lo is not None and min(values) < lo) or (hi is not None and max(values) > hi):
+                row = next(
+                    i for i, v in enumerate(values) if (lo is not None and v < lo) or (hi is not None and v > hi)
+                )
+                raise self.error(path, f"row {row} holds {values[row]}", expected=what)
+            return values, False
+        if mode == _M_TEXT:
+            if kind == _TEXT:
                 texts = self.texts if self.texts is not None else self._texts()
                 return texts[start : start + n], False
             if kind != _BLOB:
                 raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="text or blob")
-            blobs = (self.blobs if self.blobs is not None else self._blobs())[path]
-            if plain is _BYTES:
-                return blobs, False
             try:
-                return [str(b, "utf-8") for b in blobs], False
+                return [str(b, "utf-8") for b in (self.blobs if self.blobs is not None else self._blobs())[path]], False
             except UnicodeDecodeError as exc:
                 raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
-        view = self.directory.vectors[kind]
-        if plain is col._BOOLS:
+        if mode == _M_BYTES:
+            if kind != _BLOB:
+                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="text or blob")
+            return (self.blobs if self.blobs is not None else self._blobs())[path], False
+        if mode == _M_BOOL:
             if kind != _BOOL:
                 raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="bool")
-            values = view[start : start + n].tolist()
-            if n and max(values) > 1:
-                row = next(i for i, v in enumerate(values) if v > 1)
-                raise self.error(path, f"row {row} holds {values[row]}", expected="booleans (0 or 1)")
-            return list(map(bool, values)), False
-        if plain is _FLOATS:
-            if kind != _F64:
-                raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="float64")
-            return view[start : start + n].tolist(), False
-        if kind in (_BOOL, _F64, _TEXT, _BLOB):
-            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected=f"integers ({what})")
-        values = view[start : start + n].tolist()
-        if not values:
-            return values, False
-        check = _checks(plain)
-        if check.allowed is not None:  # enum values, variant ids (0: none)
-            unknown = set(values) - check.allowed.keys()
-            if unknown:
-                row = next(i for i, v in enumerate(values) if v in unknown)
-                raise self.error(path, f"row {row}: Invalid enum value {values[row]}", expected=what)
-            values = list(map(check.allowed.__getitem__, values))
-        elif (check.lo is not None and min(values) < check.lo) or (check.hi is not None and max(values) > check.hi):
-            lo, hi = check.lo, check.hi
-            row = next(i for i, v in enumerate(values) if (lo is not None and v < lo) or (hi is not None and v > hi))
-            raise self.error(path, f"row {row} holds {values[row]}", expected=what)
-        return values, False
+            raw = self.vectors[_BOOL][start : start + n]
+            if n and max(raw) > 1:
+                row = next(i for i, v in enumerate(raw) if v > 1)
+                raise self.error(path, f"row {row} holds {raw[row]}", expected="booleans (0 or 1)")
+            return list(map(bool, raw)), False
+        if kind != _F64:
+            raise self.error(path, f"a {KIND_NAMES[kind]} column", expected="float64")
+        return self.vectors[_F64][start : start + n].tolist(), False
 
 
-def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:
-    """Decode into the generated model of ``version`` (the side index is ignored)."""
-    root: type = generated(version).model.Document
+def decode_model(data: bytes | memoryview, root: type, *, source: str | None = None) -> Any:
+    """Decode a ``Columns`` buffer (a side index and trailer after it are allowed, and ignored) into an
+    instance of the struct type ``root``: what :func:`decode` reads, for any root type (see
+    :func:`encode_model`). Every column is checked against the model before a row is built from it."""
     plan = col._plan(root)
     body, _ = fbc.split(data)
     directory = Directory(body, source)
@@ -568,6 +619,11 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
     finally:
         if collecting:
             gc.enable()
+
+
+def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:
+    """Decode into the generated model of ``version`` (the side index is ignored)."""
+    return decode_model(data, generated(version).model.Document, source=source)
 
 
 # -- random access (tracepack.lazy) ----------------------------------------------------------------

@@ -71,7 +71,7 @@ def _bzip2_bomb() -> bytes:
 
 def _changed_letter() -> bytes:
     doc = tracepack.loads((ROOT / "tests/golden/1.1/json.tpk").read_bytes())
-    data = bytearray(tracepack.dumps(doc, codec="flatbuffers", compression="none"))
+    data = bytearray(tracepack.dumps(doc, codec="flatbuffers-rows", compression="none"))
     at = data.index(b".py")
     data[at + 1] ^= 0x20  # ".py" -> ".Py": the checksum no longer matches
     return bytes(data)
