@@ -94,6 +94,14 @@ __all__ = ["LAZY_CODECS", "LazyDocument", "LazyNode", "open", "trace"]
 _CONVERT_HINT: Final = "convert it with `tracepack convert FILE OUT.tpk --codec flatbuffers --compression none`"
 #: The codecs :func:`open` reads: the FlatBuffers row layout (id 2) and column layout (id 4).
 LAZY_CODECS: Final = ("flatbuffers-rows", "flatbuffers-columns")
+
+
+@cache
+def _ref_targets(fb: ModuleType) -> frozenset[str]:
+    """The tables a version's references point into (once per version, not per table opened)."""
+    return frozenset(ref for ref, _, _ in fb.REFS.values())
+
+
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
@@ -404,7 +412,7 @@ class LazyDocument(ModuleRendering):
         """Check a table's columns against its row count and keep them."""
         fb = self._fb
         struct_name, row_column, _optional = fb.TABLES[name]
-        targets = {ref for ref, _, _ in fb.REFS.values()}
+        targets = _ref_targets(fb)
         rows = len(cols[row_column])
         for col, (_code, role) in fb.COLUMNS[struct_name].items():
             got = len(cols[col])

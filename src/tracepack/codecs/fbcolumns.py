@@ -626,6 +626,12 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
     return decode_model(data, generated(version).model.Document, source=source)
 
 
+@functools.cache
+def _fields_by_path(table: col._Struct) -> dict[str, col._Node]:
+    """A plan struct's field nodes by path (plans live as long as the process: one dict per table)."""
+    return {f.node.path: f.node for f in table.fields}
+
+
 # -- random access (tracepack.lazy) ----------------------------------------------------------------
 
 
@@ -920,7 +926,7 @@ class RandomAccess:
         if isinstance(table, col._Optional):
             table = table.inner
         assert isinstance(table, col._Struct)
-        node = next((f.node for f in table.fields if f.node.path == f"$.{name}.{column}"), None)
+        node = _fields_by_path(table).get(f"$.{name}.{column}")
         if not isinstance(node, col._List) or node.len_path not in self.d.entries:
             return None
         a, b = self.count(node, 0)
