@@ -44,6 +44,7 @@ __all__ = [
     "ZIP_ERRORS",
     "Archive",
     "ArchiveWriter",
+    "check_member",
     "FileSlice",
     "Member",
     "open_archive",
@@ -53,8 +54,9 @@ __all__ = [
 ]
 
 ALIGN = 64
-#: The largest member read (as the zip declares it): weights can be large, debug members never are.
-MAX_MEMBER_BYTES = 1 << 30
+#: The largest member :meth:`Archive.read` reads by default: the ``max_decompressed`` budget's default
+#: (a caller raises it with ``limits.raised(max_decompressed=...)`` or ``--limit``).
+MAX_MEMBER_BYTES = limits.DEFAULT.max_decompressed
 _LOCAL_HEADER = 30
 _CHUNK = 1 << 20
 #: How much a large copy into a durable output copies before starting that part's writeback.
@@ -100,6 +102,28 @@ def open_zip(
                 "a member has an empty name", source=source, where=f"member {index}", expected="named members"
             )
     return z, infos
+
+
+def check_member(info: zipfile.ZipInfo, where: str) -> None:
+    """Refuse a member about to be read into memory that breaks the caller's budgets
+    (:mod:`tracepack.io.limits`), before a byte of it is read or a buffer allocated: larger than
+    ``max_decompressed`` as the zip declares it, or compressed and expanding more than
+    ``max_ratio`` times once past ``ratio_floor`` (a zip bomb). ``where`` names the member."""
+    budget = limits.current()
+    if info.file_size > budget.max_decompressed:
+        raise LegacyFormatError(
+            f"member of {info.file_size:,} bytes is over the max_decompressed budget of "
+            f"{budget.max_decompressed:,} bytes",
+            source=where,
+            expected=f"a smaller member, {limits.hint('max_decompressed')}",
+        )
+    if info.compress_type != zipfile.ZIP_STORED and limits.ratio_exceeded(info.file_size, info.compress_size, budget):
+        raise LegacyFormatError(
+            f"member expands from {info.compress_size:,} to {info.file_size:,} bytes, over {budget.max_ratio:,} "
+            f"times (a zip bomb?) past the ratio_floor of {budget.ratio_floor:,} bytes",
+            source=where,
+            expected=f"a plausible size, {limits.hint('max_ratio')}",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,17 +184,23 @@ class Archive:
         """A member's path below the top folder."""
         return name.split("/", 1)[1] if self.top is not None else name
 
-    def read(self, name: str, *, limit: int = MAX_MEMBER_BYTES) -> bytes:
+    def read(self, name: str, *, limit: int | None = None) -> bytes:
+        """A member's bytes, read into memory within the caller's budgets (:mod:`tracepack.io.limits`):
+        at most ``max_decompressed`` bytes as the zip declares them, checked before anything is read,
+        and a compressed member at most ``max_ratio`` times its compressed size once past
+        ``ratio_floor``. The decompressor stops at the declared size, so a member lying about it is
+        refused, never read past. ``limit`` is a format's own cap for one kind of member (a
+        ``version`` member of a few bytes), applied on top of the budget; it names no budget."""
         info = self._infos.get(name)
         where = f"{self.source}:{name}"
         if info is None:
             raise LegacyFormatError("no such member", source=where)
-        if info.file_size > limit:
+        check_member(info, where)
+        if limit is not None and info.file_size > limit:
             raise LegacyFormatError(f"member of {info.file_size} bytes exceeds the {limit}-byte limit", source=where)
-        self._check_ratio(info)
         try:
             with self._zip.open(info) as f:
-                data = f.read(limit + 1)
+                data = f.read(info.file_size + 1)
         except MEMBER_ERRORS as exc:
             raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
         if len(data) != info.file_size:

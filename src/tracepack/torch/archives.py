@@ -67,8 +67,6 @@ __all__ = [
 TORCHSCRIPT_EXTENSION = "torchscript/archive"
 _DEBUG_SUFFIX = ".debug_pkl"
 _MODEL_JSON = re.compile(r"models/([^/]+)\.json")
-#: Debug members are small; a larger one is refused before it is read.
-MAX_DEBUG_MEMBER_BYTES = 256 << 20
 _FORMATS = {"legacy": DebugPklForm.LEGACY, "table": DebugPklForm.STRING_TABLE}
 
 
@@ -142,11 +140,11 @@ def _read_debug_members(
         rel = archive.relative(name)
         where = f"{archive.source}:{rel}"
         if rel.startswith("code/") and rel.endswith(_DEBUG_SUFFIX):
-            pkls[rel] = parse_debug_pkl(archive.read(name, limit=MAX_DEBUG_MEMBER_BYTES), source=where)
+            pkls[rel] = parse_debug_pkl(archive.read(name), source=where)
         elif rel == "callstack_debug_map.pkl":
-            cmap = parse_callstack_debug_map(archive.read(name, limit=MAX_DEBUG_MEMBER_BYTES), source=where)
+            cmap = parse_callstack_debug_map(archive.read(name), source=where)
         elif rel == "mobile_debug_handles.pkl":
-            handles = parse_mobile_debug_handles(archive.read(name, limit=MAX_DEBUG_MEMBER_BYTES), source=where)
+            handles = parse_mobile_debug_handles(archive.read(name), source=where)
         elif rel == "version":
             version = archive.read(name, limit=64).decode("ascii", "replace").strip()
     return pkls, cmap, handles, version

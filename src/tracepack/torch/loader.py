@@ -40,13 +40,11 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
-from tracepack.io.zip import open_zip
+from tracepack.io.zip import check_member, open_zip
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
 __all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
 
-#: The largest program (model.json) and config member read.
-MAX_PROGRAM_BYTES = 4 << 30
 _MODEL = re.compile(r"models/([^/]+)\.json")
 
 
@@ -82,18 +80,17 @@ class _Zip:
     def size(self, rel: str) -> int:
         return self.infos[rel].file_size
 
-    def read(self, rel: str, *, limit: int = MAX_PROGRAM_BYTES) -> bytes:
-        return bytes(self.read_into(rel, limit=limit))
+    def read(self, rel: str) -> bytes:
+        return bytes(self.read_into(rel))
 
-    def read_into(self, rel: str, *, limit: int | None = None) -> bytearray:
-        """The member's bytes in a fresh writable buffer (tensors are made on it without a copy)."""
+    def read_into(self, rel: str) -> bytearray:
+        """The member's bytes in a fresh writable buffer (tensors are made on it without a copy),
+        within the caller's ``max_decompressed`` and ``max_ratio`` budgets, checked before the
+        buffer is allocated."""
         info = self.infos.get(rel)
         if info is None:
             raise LegacyFormatError("no such member", source=self.where(rel))
-        if limit is not None and info.file_size > limit:
-            raise LegacyFormatError(
-                f"member of {info.file_size} bytes exceeds the {limit}-byte limit", source=self.where(rel)
-            )
+        check_member(info, self.where(rel))
         buf = bytearray(info.file_size)
         try:
             with self.zip.open(info) as f:

@@ -56,7 +56,9 @@ __all__ = [
 #: Folder (below the archive's top folder) of the tracepack members: one ``<model>.tpk`` per program.
 MEMBER_DIR = "tracepack/"
 LAYOUT_EXTENSION = "tracepack.pt2/layout"
-MAX_PROGRAM_BYTES = 4 << 30
+#: No cap of its own: :meth:`~tracepack.io.zip.Archive.read` holds every member to the caller's
+#: ``max_decompressed`` budget (kept for callers that still pass it as ``limit``).
+MAX_PROGRAM_BYTES = 1 << 62
 
 
 def _programs(archive: Archive) -> list[tuple[str, str]]:
@@ -263,9 +265,7 @@ def _write_packed(archive: Archive, out: IO[bytes], *, keep: Sequence[str], stri
     replace: dict[str, bytes] = {}
     extra: dict[str, tuple[str, bytes]] = {}
     for member, model in programs:
-        stripped, tpk = pack_program(
-            archive.read(member, limit=MAX_PROGRAM_BYTES), source=f"{archive.source}:{member}", keep=keep, strip=strip
-        )
+        stripped, tpk = pack_program(archive.read(member), source=f"{archive.source}:{member}", keep=keep, strip=strip)
         replace[member] = stripped
         extra[member] = (_tpk_name(archive, model), tpk)
     plan: list[tuple[Member | str, bytes | None]] = []
@@ -327,10 +327,8 @@ def _merged_programs(archive: Archive) -> dict[str, bytes]:
         if tpk not in names:
             continue
         label = f"{archive.source}:{tpk}"
-        doc = tracepack.loads(archive.read(tpk, limit=MAX_PROGRAM_BYTES), source=label)
-        out[member] = merge_program(
-            archive.read(member, limit=MAX_PROGRAM_BYTES), doc, source=f"{archive.source}:{member}"
-        )
+        doc = tracepack.loads(archive.read(tpk), source=label)
+        out[member] = merge_program(archive.read(member), doc, source=f"{archive.source}:{member}")
     return out
 
 
@@ -383,7 +381,7 @@ def read_program(archive: Archive) -> tuple[str, bytes]:
         merged = _merged_programs(archive)
         if member in merged:
             return member, merged[member]
-    return member, archive.read(member, limit=MAX_PROGRAM_BYTES)
+    return member, archive.read(member)
 
 
 def replace_program(archive: Archive, model_json: bytes) -> bytes:

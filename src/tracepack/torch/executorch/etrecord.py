@@ -58,7 +58,6 @@ EDGE_PREFIX = "edge_dialect_exported_program/"
 #: The extension a method's document keeps its instruction and handle maps in (JSON).
 METHOD_EXTENSION = "executorch/method"
 _WEIGHT_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
-_MAX_JSON_MEMBER = 1 << 30
 #: Targets that are not operators (Inspector's operator graph skips them).
 _NOT_OPERATORS = frozenset({"_operator.getitem", "operator.getitem", "executorch.exir.memory.alloc", "memory.alloc"})
 
@@ -84,7 +83,7 @@ def is_etrecord(names: Sequence[str]) -> bool:
 def _json_member(archive: Archive, name: str) -> Any:
     where = f"{archive.source}:{name}"
     try:
-        return json.loads(archive.read(name, limit=_MAX_JSON_MEMBER))
+        return json.loads(archive.read(name))
     except json.JSONDecodeError as exc:
         raise LegacyFormatError(f"not valid JSON: {exc.msg}", source=where, where=f"character {exc.pos}") from None
     except UnicodeDecodeError as exc:
@@ -123,9 +122,9 @@ def read_etrecord(data: bytes | bytearray | memoryview, *, source: str = "<etrec
         programs: dict[str, bytes] = {}
         for name in names:
             if name.startswith(EDGE_PREFIX) and not name.endswith(_WEIGHT_SUFFIXES):
-                programs[name[len(EDGE_PREFIX) :]] = archive.read(name, limit=_MAX_JSON_MEMBER)
+                programs[name[len(EDGE_PREFIX) :]] = archive.read(name)
         if "edge_dialect_exported_program" in names:  # the older layout: one program, for "forward"
-            programs.setdefault("forward", archive.read("edge_dialect_exported_program", limit=_MAX_JSON_MEMBER))
+            programs.setdefault("forward", archive.read("edge_dialect_exported_program"))
         if not programs:
             raise LegacyFormatError(
                 "the ETRecord has no edge-dialect program",
@@ -142,7 +141,7 @@ def read_etrecord(data: bytes | bytearray | memoryview, *, source: str = "<etrec
             _json_member(archive, "instruction_id_to_num_outs_map") if "instruction_id_to_num_outs_map" in names else {}
         )
         graph_id = _json_member(archive, "export_graph_id") if "export_graph_id" in names else None
-        exported = archive.read("exported_program", limit=_MAX_JSON_MEMBER) if "exported_program" in names else None
+        exported = archive.read("exported_program") if "exported_program" in names else None
     return ETRecord(
         programs,
         exported,

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracepack.errors import LegacyFormatError
-from tracepack.io.limits import ratio_exceeded
-from tracepack.io.zip import MEMBER_ERRORS, ZIP_ERRORS
+from tracepack.io.zip import MEMBER_ERRORS, ZIP_ERRORS, check_member
 from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
@@ -28,7 +27,9 @@ from tracepack.torch.torchscript.pickle_reader import DEFAULT_LIMITS, PickleLimi
 
 __all__ = ["TorchScriptDebugInfo", "read_torchscript_debug_info"]
 
-DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024
+#: No cap of its own: members are held to the caller's ``max_decompressed`` budget
+#: (:mod:`tracepack.io.limits`); ``max_member_bytes`` adds one.
+DEFAULT_MAX_MEMBER_BYTES: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +50,13 @@ def read_torchscript_debug_info(
     *,
     name: str | None = None,
     limits: PickleLimits = DEFAULT_LIMITS,
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    max_member_bytes: int | None = DEFAULT_MAX_MEMBER_BYTES,
 ) -> TorchScriptDebugInfo:
     """Read the debug info of the TorchScript zip at ``source`` (a path or the bytes).
 
-    ``name`` labels errors (default: the path, or ``<bytes>``). Members larger than
-    ``max_member_bytes`` (as the zip declares them) are refused before reading.
+    ``name`` labels errors (default: the path, or ``<bytes>``). Members are read within the
+    caller's ``max_decompressed`` and ``max_ratio`` budgets (:mod:`tracepack.io.limits`), and
+    ``max_member_bytes`` when given, as the zip declares them, before reading.
     """
     label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
     try:
@@ -88,17 +90,12 @@ def read_torchscript_debug_info(
             )
             if not wanted:
                 continue
-            if info.file_size > max_member_bytes:
+            if max_member_bytes is not None and info.file_size > max_member_bytes:
                 raise LegacyFormatError(
                     f"member of {info.file_size} bytes exceeds the {max_member_bytes}-byte limit",
                     source=where,
                 )
-            if info.compress_type != zipfile.ZIP_STORED and ratio_exceeded(info.file_size, info.compress_size):
-                raise LegacyFormatError(
-                    f"member expands from {info.compress_size} to {info.file_size} bytes (a zip bomb?)",
-                    source=where,
-                    expected="a plausible size, or raise tracepack.io.limits max_ratio",
-                )
+            check_member(info, where)
             try:
                 data = archive.read(info)
             except MEMBER_ERRORS as exc:

@@ -57,7 +57,6 @@ _ARCHIVE_EXTENSION = "torchscript/archive"
 _FORMAT = 1
 #: Inlined calls a handle may sit under (torch's are a few dozen deep); a deeper chain is refused.
 MAX_CALL_DEPTH = 4096
-_MAX_DATA_PKL = 256 << 20
 
 
 def _deltas(values: Sequence[int]) -> list[int]:
@@ -300,7 +299,7 @@ def add_render_extension(
         if archive.relative(member) == "data.pkl":
             found = True
             try:
-                types = class_globals(archive.read(member, limit=_MAX_DATA_PKL), source=f"{archive.source}:data.pkl")
+                types = class_globals(archive.read(member), source=f"{archive.source}:data.pkl")
             except LegacyFormatError as exc:
                 return f"its data.pkl could not be read ({exc.problem})"
     if not found:

@@ -57,7 +57,6 @@ __all__ = [
 
 #: Lines of context torch prints around a highlighted range (``SourceRange::CONTEXT``).
 CONTEXT = 3
-_MAX_MEMBER = 256 * 1024 * 1024
 
 Style = Literal["torch", "tracepack"]
 
@@ -152,13 +151,13 @@ class LiteDebugTable:
             rel = archive.relative(name)
             where = f"{source}:{rel}"
             if rel.endswith(".debug_pkl") and rel != "delegated_backends.debug_pkl":
-                pkls.append(parse_debug_pkl(archive.read(name, limit=_MAX_MEMBER), source=where))
+                pkls.append(parse_debug_pkl(archive.read(name), source=where))
             elif rel == "callstack_debug_map.pkl":
-                cmap = parse_callstack_debug_map(archive.read(name, limit=_MAX_MEMBER), source=where)
+                cmap = parse_callstack_debug_map(archive.read(name), source=where)
             elif rel == "mobile_debug_handles.pkl":
-                handles = parse_mobile_debug_handles(archive.read(name, limit=_MAX_MEMBER), source=where)
+                handles = parse_mobile_debug_handles(archive.read(name), source=where)
             elif rel == "data.pkl":
-                found = class_globals(archive.read(name, limit=_MAX_MEMBER), source=where)
+                found = class_globals(archive.read(name), source=where)
                 if found:
                     top_type = found[0]
                 types.update(found)
