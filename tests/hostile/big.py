@@ -10,8 +10,9 @@ Builds, in a temporary folder, archives holding one stored member of ``--gib`` G
   unpacked archive again gives the packed one byte for byte;
 * ``expand --archive`` of the packed archive: the original members back, the program byte for byte.
 
-``upgrade`` is run on the package layout (streamed: the big member copied raw); a flat archive is
-upgraded through torch, which holds the weights in memory, so it is not run there.
+``upgrade`` is run on the package layout (streamed: the big member copied raw); the flat sample's
+big member is not one torch 2.1-2.7 writes (it sits beside ``serialized_state_dict.pt``, not
+inside), which the streamed flat upgrade refuses, so it is not run there.
 
 Every command's peak RSS (``wait4``) must stay within ``300 MB + 3x model.json`` and its exit
 status be 0. Prints one line per command (time, peak RSS) and exits 1 on any failure.

@@ -14,6 +14,7 @@ import os
 import pickle
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,23 +62,31 @@ def test_the_samples_cover_both_weight_formats() -> None:
     assert {v for v, _ in PACKAGE} >= {"2.8", "2.10", "2.12", "2.13"}
 
 
-@pytest.mark.parametrize(("version", "name"), PACKAGE)
-def test_streamed_upgrade_loads_as_the_torch_saved_one(version: str, name: str) -> None:
-    data = path(version, name).read_bytes()
-    streamed = torch.export.load(io.BytesIO(upgrade_pt2(data, source=name)))
-    saved = torch.export.load(io.BytesIO(upgrade_pt2(data, source=name, through_torch=True)))
+def assert_same_program(streamed: Any, saved: Any, version: str, name: str) -> None:
+    """Two ExportedPrograms torch loaded (the streamed upgrade's and the torch-saved one's) are the
+    same program: graph, signature, module call graph, range constraints, weights and constants
+    (equal tensors), example inputs, and they give the same outputs, those the release recorded."""
     assert str(streamed.graph) == str(saved.graph)
     assert streamed.graph_signature == saved.graph_signature
     assert streamed.module_call_graph == saved.module_call_graph
     assert str(streamed.range_constraints) == str(saved.range_constraints)
     assert _same_tensors(streamed.state_dict, saved.state_dict)
     assert _same_tensors(streamed.constants, saved.constants)
+    assert str(streamed.example_inputs) == str(saved.example_inputs)
     entry = readback(version)["files"][name]
     for inputs, recorded in zip(entry["inputs"], entry["outputs"], strict=True):
         a, b = _outputs(streamed, _tensors(inputs)), _outputs(saved, _tensors(inputs))
         assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
         want = _tensors(recorded if isinstance(recorded, list) else [recorded])
         assert all(torch.allclose(x, w, rtol=1e-5, atol=1e-6) for x, w in zip(a, want, strict=True))
+
+
+@pytest.mark.parametrize(("version", "name"), PACKAGE)
+def test_streamed_upgrade_loads_as_the_torch_saved_one(version: str, name: str) -> None:
+    data = path(version, name).read_bytes()
+    streamed = torch.export.load(io.BytesIO(upgrade_pt2(data, source=name)))
+    saved = torch.export.load(io.BytesIO(upgrade_pt2(data, source=name, through_torch=True)))
+    assert_same_program(streamed, saved, version, name)
 
 
 @pytest.mark.parametrize(("version", "name"), [p for p in PACKAGE if p not in LEGACY][:3])
@@ -135,13 +144,14 @@ def test_a_packed_archive_is_upgraded_unpacked(tmp_path: Path) -> None:
     assert any(stacks)
 
 
-def _legacy_with(src: Path, data_pkl: bytes) -> bytes:
-    """A torch 2.8 archive whose nested weights ``data.pkl`` is replaced."""
+def _legacy_with(src: Path, data_pkl: bytes, member: str = "/data/weights/model.pt") -> bytes:
+    """``src`` with the ``data.pkl`` of its nested ``torch.save`` archive ``*member`` replaced
+    (torch 2.8's weights by default; a flat archive's ``serialized_state_dict.pt`` and friends)."""
     out = io.BytesIO()
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout:
         for info in zin.infolist():
             data = zin.read(info)
-            if info.filename.endswith("/data/weights/model.pt"):
+            if info.filename.endswith(member):
                 inner = io.BytesIO()
                 with zipfile.ZipFile(io.BytesIO(data)) as nin, zipfile.ZipFile(inner, "w") as nout:
                     for ninfo in nin.infolist():
@@ -177,13 +187,12 @@ def test_legacy_weights_that_are_not_tensors_are_one_line(tmp_path: Path) -> Non
         upgrade_pt2(data, source="old.pt2")
 
 
-def _legacy_big(dst: Path, size: int) -> None:
-    """torch 2.8's mlp sample with one more stored weight of ``size`` zero bytes, in the nested archive."""
-    src = path("2.8", "mlp.pt2")
+def with_big_weight(src: Path, member: str, dst: Path, size: int) -> None:
+    """``src`` with one more weight ``big`` of ``size`` zero bytes in its nested ``torch.save``
+    archive of weights ``*member`` (torch 2.8's ``data/weights/model.pt``, a flat archive's
+    ``serialized_state_dict.pt``)."""
     with zipfile.ZipFile(src) as z:
-        nested_name = next(n for n in z.namelist() if n.endswith("/data/weights/model.pt"))
-        nested = zipfile.ZipFile(io.BytesIO(z.read(nested_name)))
-        top = nested.namelist()[0].split("/")[0]
+        nested_name = next(n for n in z.namelist() if n.endswith(member))
         sd = torch.load(io.BytesIO(z.read(nested_name)), weights_only=True)
     sd["big"] = torch.zeros(size // 4)
     inner = io.BytesIO()
@@ -192,7 +201,11 @@ def _legacy_big(dst: Path, size: int) -> None:
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
         for info in zin.infolist():
             zout.writestr(info, inner.getvalue() if info.filename == nested_name else zin.read(info))
-    assert top
+
+
+def _legacy_big(dst: Path, size: int) -> None:
+    """torch 2.8's mlp sample with one more stored weight of ``size`` zero bytes, in the nested archive."""
+    with_big_weight(path("2.8", "mlp.pt2"), "/data/weights/model.pt", dst, size)
 
 
 def _peak(src: Path, dst: Path) -> int:
@@ -204,13 +217,14 @@ def _peak(src: Path, dst: Path) -> int:
     return rss
 
 
-def test_peak_memory_follows_the_graph_not_the_weights(tmp_path: Path) -> None:
-    """Two processes, one upgrading the sample, one the sample with a 128 MiB weight more: the
-    second's peak RSS is at most 32 MiB above the first's."""
+def check_big_upgrade(tmp_path: Path, sample: Path, make_big: Callable[[Path, int], None]) -> tuple[int, int]:
+    """Two processes, one upgrading ``sample``, one ``sample`` with a 128 MiB zero weight ``big``
+    more (``make_big``): the second's peak RSS is at most 32 MiB above the first's, and the
+    upgrade loads with every weight. Returns both peaks."""
     small = tmp_path / "small.pt2"
-    small.write_bytes(path("2.8", "mlp.pt2").read_bytes())
+    small.write_bytes(sample.read_bytes())
     big = tmp_path / "big.pt2"
-    _legacy_big(big, 128 << 20)
+    make_big(big, 128 << 20)
     base = _peak(small, tmp_path / "a.pt2")
     peak = _peak(big, tmp_path / "b.pt2")
     assert peak - base < 32 << 20, (base, peak)
@@ -219,18 +233,31 @@ def test_peak_memory_follows_the_graph_not_the_weights(tmp_path: Path) -> None:
     assert sizes[-1] == 128 << 20
     assert os.path.getsize(tmp_path / "b.pt2") > 128 << 20
     program = torch.export.load(tmp_path / "b.pt2")
-    original = torch.export.load(path("2.8", "mlp.pt2")).state_dict
+    original = torch.export.load(tmp_path / "a.pt2").state_dict
     assert set(program.state_dict) == {*original, "big"}
     assert all(torch.equal(program.state_dict[k], v) for k, v in original.items())
     assert program.state_dict["big"].shape == ((128 << 20) // 4,)
     assert not program.state_dict["big"].any()
+    return base, peak
 
 
-def test_upgrade_of_a_flat_archive_goes_through_torch(tmp_path: Path) -> None:
-    """torch 2.1-2.7's flat archives are loaded and saved by torch (documented, not streamed)."""
-    src, dst = path("2.6", "mlp.pt2"), tmp_path / "new.pt2"
-    sizes = upgrade_pt2_file(src, dst)
-    assert sizes == (src.stat().st_size, dst.stat().st_size)
-    with zipfile.ZipFile(dst) as z:
-        assert any(n.endswith("/models/model.json") for n in z.namelist())
-    torch.export.load(dst)
+def test_peak_memory_follows_the_graph_not_the_weights(tmp_path: Path) -> None:
+    """torch 2.8's legacy weights archive with a 128 MiB weight more: see :func:`check_big_upgrade`."""
+    check_big_upgrade(tmp_path, path("2.8", "mlp.pt2"), _legacy_big)
+    assert _same_tensors(
+        torch.export.load(tmp_path / "a.pt2").state_dict, torch.export.load(path("2.8", "mlp.pt2")).state_dict
+    )
+
+
+def test_through_torch_is_the_opt_in(tmp_path: Path) -> None:
+    """``through_torch=True`` (CLI ``--through-torch``) loads the program into torch and saves it
+    with torch.export.save, for either layout; the default streams it."""
+    for version in ("2.6", "2.10"):
+        src, dst = path(version, "mlp.pt2"), tmp_path / f"{version}.pt2"
+        sizes = upgrade_pt2_file(src, dst, through_torch=True)
+        assert sizes == (src.stat().st_size, dst.stat().st_size)
+        with zipfile.ZipFile(dst) as z:
+            assert z.namelist()[0].startswith("archive/")  # torch.export.save into a stream
+        cli = tmp_path / f"{version}-cli.pt2"
+        assert main(["upgrade", "--through-torch", str(src), str(cli)]) == 0
+        assert str(torch.export.load(dst).graph) == str(torch.export.load(cli).graph)

@@ -55,9 +55,13 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     """``tracepack upgrade OLD.pt2 NEW.pt2``: a program any torch release wrote, for today's torch."""
     from tracepack.torch.upgrade import upgrade_pt2, upgrade_pt2_file
 
+    through = bool(args.through_torch)
     if args.src != "-" and args.dst != "-":
-        return _run_files(args, lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync))
-    return _run(args, lambda data: upgrade_pt2(data, source=display(args.src)))
+        return _run_files(
+            args,
+            lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync, through_torch=through),
+        )
+    return _run(args, lambda data: upgrade_pt2(data, source=display(args.src), through_torch=through))
 
 
 def _add_no_fsync(p: Any) -> None:
@@ -97,6 +101,12 @@ def register(sub: Any) -> None:
     g = sub.add_parser("upgrade", help="rewrite a .pt2 of any torch release (2.1+) for the installed torch")
     g.add_argument("src", help="a .pt2 written by torch 2.1 or later (either archive layout; - for stdin)")
     g.add_argument("dst", help="output .pt2 (written atomically; - for stdout) that torch.export.load reads")
+    g.add_argument(
+        "--through-torch",
+        action="store_true",
+        help="load the program into torch and write it with torch.export.save (holds every weight in "
+        "memory); by default the archive is streamed, its weights copied raw",
+    )
     _add_no_fsync(g)
     add_force(g)
     add_json(g)

@@ -16,9 +16,9 @@ and cannot read the flat archives of torch 2.1-2.7 once their schema is old. Her
 :func:`load_upgraded` returns it.
 
 ``tracepack upgrade OLD NEW`` (:func:`upgrade_file`, :func:`upgrade_pt2`) writes a file today's
-torch loads with ``torch.export.load``. A ``<top>/models/`` archive (torch 2.8+) is **streamed**:
-only its program members are rewritten (steps 1-3), every weight, constant and sample-input
-member is copied raw (by the kernel where it can), so memory follows the graph, not the weights.
+torch loads with ``torch.export.load``. Archives of both layouts are **streamed**: only the
+program members are rewritten (steps 1-3), every weight, constant and sample-input member is
+copied raw (by the kernel where it can), so memory follows the graph, not the weights.
 torch 2.8 kept a program's weights (and constants) as one ``torch.save`` archive,
 ``data/weights/<model>.pt``, which torch 2.9+ still reads, but only whole into memory, with a
 warning ("You are loading weight from the legacy format") and, if ``weights_only`` fails, by a
@@ -26,13 +26,18 @@ full unpickle. The upgrade rewrites it as torch 2.9+'s ``torch.export.save`` doe
 ``weight_<n>`` member per storage (the storage's bytes, copied raw from inside the nested archive)
 and ``<model>_weights_config.json`` (dtype, sizes, strides, offset of each tensor), read from the
 nested ``data.pkl`` by torch's ``weights_only`` unpickler with every storage on the ``meta``
-device (no tensor data is read). A flat archive (torch 2.1-2.7) is rebuilt by torch instead: its
-program is loaded (steps 1-5) and saved with ``torch.export.save``, which holds the weights in
-memory (``through_torch=True`` does that for any archive).
+device (no tensor data is read). A flat archive (torch 2.1-2.7) becomes the ``<top>/models/``
+archive ``torch.export.save`` of its upgraded program writes: its ``serialized_state_dict.pt``
+and ``serialized_constants.pt`` (nested ``torch.save`` archives too) rewritten the same way, its
+example inputs copied raw as the sample inputs (checked by the same unpickler first: torch's
+loader would fall back to a full unpickle), ``extra_files/`` as ``extra/``, and the archive's
+version members (:func:`_write_flat`). ``through_torch=True`` loads the program (steps 1-5) and
+saves it with ``torch.export.save`` instead, holding the weights in memory.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import io
@@ -319,12 +324,12 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
 
 def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False) -> bytes:
     """The ``.pt2`` ``data`` (any torch release's) upgraded for the installed torch: a file its
-    ``torch.export.load`` reads. A ``<top>/models/`` archive is rewritten member by member (see
-    the module docstring); a flat one, or any with ``through_torch``, is loaded and saved again
-    with ``torch.export.save``."""
+    ``torch.export.load`` reads. The archive (either layout) is rewritten member by member (see
+    the module docstring); with ``through_torch`` it is loaded and saved again with
+    ``torch.export.save``."""
     if not through_torch:
         with open_archive(data, source=source) as archive:
-            if layouts.layout_of(archive) == "package":
+            if _streamable(archive):
                 out = io.BytesIO()
                 _write_streamed(archive, out)
                 return out.getvalue()
@@ -349,13 +354,13 @@ def upgrade_pt2_file(
     through_torch: bool = False,
 ) -> tuple[int, int]:
     """:func:`upgrade_pt2` from file to file (written atomically, synced unless ``durable=False``);
-    returns (input, output) bytes. A ``<top>/models/`` archive of any size is streamed: its
-    weights are copied raw, never read into memory."""
+    returns (input, output) bytes. An archive of any size is streamed: its weights are copied
+    raw, never read into memory (unless ``through_torch``)."""
     from tracepack.io.files import atomic_output
 
     name = source or os.fspath(src)
     with open_archive_file(src, source=name) as archive:
-        if not through_torch and layouts.layout_of(archive) == "package":
+        if not through_torch and _streamable(archive):
             with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
                 _write_streamed(archive, f)
                 size = f.tell()
@@ -366,21 +371,33 @@ def upgrade_pt2_file(
     return os.stat(src).st_size, len(out)
 
 
-# -- the streamed upgrade of a <top>/models/ archive ----------------------------------------------
+# -- the streamed upgrade ---------------------------------------------------------------------------
 
 _WEIGHTS = ("weights", "weight_", "{}_weights_config.json")
 _CONSTANTS = ("constants", "tensor_", "{}_constants_config.json")
+#: The top folder ``torch.export.save`` gives an archive written to a stream (what the
+#: through-torch upgrade writes); a streamed flat archive gets the same.
+_FLAT_TOP = "archive"
+#: torch 2.1-2.7's ``extra_files/<name>`` is torch 2.8+'s ``<top>/extra/<name>``.
+_FLAT_EXTRA = "extra_files/"
+#: ``.data/version`` of a ``<top>/models/`` archive: ``PT2ArchiveWriter`` sets its stream
+#: writer's minimum version to 6.
+_PT2_FILE_VERSION = b"6\n"
+
+#: A member the streamed upgrade writes: ``(name, nested archive, member of it)`` is copied raw
+#: from the nested archive; ``(name, None, bytes)`` is written.
+_Part = tuple[str, "Archive | None", "str | bytes"]
 
 
-def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
-    """Write ``archive`` (a ``<top>/models/`` one) upgraded to ``out``: programs upgraded, torch
-    2.8's legacy weight and constant archives rewritten as storages + config, the rest raw."""
+def _streamable(archive: Archive) -> bool:
+    return layouts.layout_of(archive) in ("package", "flat")
+
+
+def _upgraded_programs(archive: Archive, programs: list[tuple[str, str]]) -> dict[str, bytes]:
+    """Program member -> its upgraded model.json (a packed archive's metadata merged back first)."""
     from tracepack.torch import pt2
 
-    programs = pt2._check_pt2(archive)
     merged = pt2._merged_programs(archive) if pt2.is_packed(archive) else {}
-    drop = {pt2._tpk_name(archive, model) for _, model in programs}
-    names = set(archive.names())
     replace: dict[str, bytes] = {}
     for member, _ in programs:
         where = f"{archive.source}:{member}"
@@ -396,13 +413,33 @@ def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
         if type(program) is not dict:
             raise LegacyFormatError("the program is not a JSON object", source=where)
         replace[member] = json.dumps(_upgraded(program, where=where)).encode()
+    return replace
+
+
+def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
+    """Write ``archive`` upgraded to ``out``: programs upgraded, nested ``torch.save`` weight and
+    constant archives (torch 2.1-2.8) rewritten as storages + config, sample inputs checked by
+    the ``weights_only`` unpickler, the rest raw. A flat archive becomes a ``<top>/models/`` one."""
+    from tracepack.torch import pt2
+
+    programs = pt2._check_pt2(archive)
+    replace = _upgraded_programs(archive, programs)
+    if layouts.layout_of(archive) == "flat":
+        _write_flat(archive, out, replace[layouts.FLAT_PROGRAM])
+        return
+    drop = {pt2._tpk_name(archive, model) for _, model in programs}
+    names = set(archive.names())
+    top = str(archive.top)
     with contextlib.ExitStack() as stack:
-        legacy: dict[str, list[tuple[str, Archive | None, str | bytes]]] = {}
+        legacy: dict[str, list[_Part]] = {}
         for _, model in programs:
             for kind in (_WEIGHTS, _CONSTANTS):
                 name = layouts.side_member(archive, f"data/{kind[0]}/", f"{model}.pt")
                 if name in names:
-                    legacy[name] = _legacy_payload(archive, stack, name, model, kind)
+                    legacy[name] = _legacy_payload(archive, stack, name, model, kind, top=top)
+            inputs = layouts.side_member(archive, "data/sample_inputs/", f"{model}.pt")
+            if inputs in names:
+                _check_sample_inputs(archive, stack, inputs)
         with ArchiveWriter(out) as w:
             for m in archive.members:
                 if m.name in drop:
@@ -410,27 +447,101 @@ def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
                 if m.name in replace:
                     w.add(m, replace[m.name])
                 elif m.name in legacy:
-                    for new, nested, what in legacy[m.name]:
-                        if nested is None:
-                            w.add(Member(new, m.date_time, m.external_attr, 0), bytes(what))  # type: ignore[arg-type]
-                        else:
-                            w.copy(nested, str(what), Member(new, m.date_time, m.external_attr, 0))
+                    _write_parts(w, legacy[m.name], m)
                 else:
                     w.copy(archive, m.name, m)
 
 
-def _legacy_payload(
-    archive: Archive, stack: contextlib.ExitStack, name: str, model: str, kind: tuple[str, str, str]
-) -> list[tuple[str, Archive | None, str | bytes]]:
-    """torch 2.8's ``data/<kind>/<model>.pt`` (a ``torch.save`` archive of a dict of tensors) as
-    torch 2.9+ writes it: ``(new member, nested archive, storage member)`` for every storage, then
-    ``(config member, None, JSON)``. Only the nested ``data.pkl`` is read, by torch's
-    ``weights_only`` unpickler with every storage on the ``meta`` device."""
+def _write_parts(w: ArchiveWriter, parts: list[_Part], like: Member) -> None:
+    for new, nested, what in parts:
+        member = Member(new, like.date_time, like.external_attr, 0)
+        if nested is None:
+            w.add(member, bytes(what))  # type: ignore[arg-type]
+        else:
+            w.copy(nested, str(what), member)
+
+
+def _write_flat(archive: Archive, out: IO[bytes], program: bytes) -> None:
+    """A flat archive (torch 2.1-2.7) as the ``<top>/models/`` archive ``torch.export.save`` of
+    its upgraded program writes: ``model.json`` (the upgraded program), one ``weight_<n>`` /
+    ``tensor_<n>`` member per storage of ``serialized_state_dict.pt`` / ``serialized_constants.pt``
+    (copied raw from inside them) and their configs, ``serialized_example_inputs.pt`` (checked,
+    copied raw) as the sample inputs, ``extra_files/<name>`` as ``extra/<name>``, and the archive
+    version members. Any other member is refused: nothing is dropped unseen."""
+    from tracepack.torch import pt2
+
+    top, model = _FLAT_TOP, "model"
+    names = archive.names()
+    skip = {layouts.FLAT_PROGRAM, "version", pt2._tpk_name(archive, model)}
+    state_dict = next((n for n in layouts.FLAT_STATE_DICT if n in names), None)
+    found = {"weights": state_dict, "constants": None, "inputs": None}
+    for name in names:
+        if name in skip or name == state_dict or name.endswith("/") or name.startswith(_FLAT_EXTRA):
+            continue
+        if name in (layouts.FLAT_CONSTANTS, "serialized_constants.json"):
+            found["constants"] = name
+        elif name == layouts.FLAT_EXAMPLE_INPUTS:
+            found["inputs"] = name
+        else:
+            raise LegacyFormatError(
+                "not a member torch 2.1-2.7's torch.export.save writes",
+                source=f"{archive.source}:{name}",
+                expected="serialized_*, version or extra_files/<name>",
+            )
+    stamp = archive.members[0]
+    with contextlib.ExitStack() as stack:
+        parts: list[_Part] = []
+        for kind, key in ((_WEIGHTS, "weights"), (_CONSTANTS, "constants")):
+            nested_name = found[key]
+            if nested_name is not None:
+                parts += _legacy_payload(archive, stack, nested_name, model, kind, top=top)
+            else:  # torch 2.1/2.2 wrote no constants: an empty config, as torch.export.save writes
+                config = f"{top}/data/{kind[0]}/{kind[2].format(model)}"
+                parts.append((config, None, json.dumps({"config": {}}).encode()))
+        inputs = found["inputs"]
+        if inputs is not None:
+            _check_sample_inputs(archive, stack, inputs)
+        with ArchiveWriter(out) as w:
+            _write_parts(w, parts, stamp)
+            w.add(Member(f"{top}/models/{model}.json", stamp.date_time, stamp.external_attr, 0), program)
+            sample = Member(f"{top}/data/sample_inputs/{model}.pt", stamp.date_time, stamp.external_attr, 0)
+            if inputs is not None:
+                w.copy(archive, inputs, sample)
+            else:
+                w.add(sample, b"")  # torch 2.1/2.2 kept no example inputs: torch writes an empty member
+            for m in archive.members:
+                if m.name.startswith(_FLAT_EXTRA) and not m.name.endswith("/"):
+                    w.copy(archive, m.name, Member(f"{top}/extra/{m.name[len(_FLAT_EXTRA) :]}", *_stamp(m)))
+            for name, value in _package_markers(program):
+                w.add(Member(f"{top}/{name}", stamp.date_time, stamp.external_attr, 0), value)
+
+
+def _stamp(m: Member) -> tuple[tuple[int, int, int, int, int, int], int, int]:
+    return m.date_time, m.external_attr, 0
+
+
+def _package_markers(program: bytes) -> list[tuple[str, bytes]]:
+    """The members torch's ``PT2ArchiveWriter`` ends a ``<top>/models/`` archive with (its
+    ``.data/serialization_id``, random in torch, is derived from the program here)."""
+    import hashlib
+
+    constants: Any = importlib.import_module("torch.export.pt2_archive.constants")
+    digest = int.from_bytes(hashlib.sha256(program).digest()[:16], "big")
+    return [
+        (constants.ARCHIVE_FORMAT_PATH, constants.ARCHIVE_FORMAT_VALUE.encode()),
+        (constants.ARCHIVE_VERSION_PATH, constants.ARCHIVE_VERSION_VALUE.encode()),
+        (".data/version", _PT2_FILE_VERSION),
+        ("byteorder", b"little"),
+        (".data/serialization_id", f"{digest:040d}".encode()),
+    ]
+
+
+def _meta_unpickle(archive: Archive, stack: contextlib.ExitStack, name: str) -> tuple[Any, Any, str, dict[int, Any]]:
+    """The ``torch.save`` archive stored as member ``name``, unpickled by torch's ``weights_only``
+    unpickler with every storage on the ``meta`` device (nothing executed, no tensor data read):
+    ``(object, nested archive, its top folder, StorageImpl -> (key, location, bytes))``."""
     torch = _torch()
     unpickling: Any = importlib.import_module("torch._weights_only_unpickler")
-    schema: Any = importlib.import_module("torch._export.serde.schema")
-    serialize: Any = importlib.import_module("torch._export.serde.serialize")
-
     where = f"{archive.source}:{name}"
     nested = stack.enter_context(Archive(archive.member_file(name), source=where))
     top = nested.top
@@ -458,30 +569,65 @@ def _legacy_payload(
     try:
         unpickler = unpickling.Unpickler(io.BytesIO(pickled), encoding="utf-8")
         unpickler.persistent_load = persistent_load
-        tensors = unpickler.load()
+        value = unpickler.load()
     except Exception as exc:  # torch raises UnpicklingError/RuntimeError with long texts
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UnsafePickleError(
             f"cannot be read with torch's weights_only unpickler: {first}", source=f"{where}:{top}/data.pkl"
         ) from None
-    if type(tensors) is not dict or not all(type(k) is str and isinstance(v, torch.Tensor) for k, v in tensors.items()):
-        raise LegacyFormatError("not a dict of tensors", source=f"{where}:{top}/data.pkl")
+    return value, nested, top, storages
+
+
+def _check_sample_inputs(archive: Archive, stack: contextlib.ExitStack, name: str) -> None:
+    """The sample inputs member (copied raw) must be what torch's ``weights_only`` loader reads:
+    torch's own loader falls back to a full unpickle when it is not."""
+    if archive.info(name).file_size == 0:
+        return
+    value, _, top, _ = _meta_unpickle(archive, stack, name)
+    if not isinstance(value, (tuple, dict)):
+        raise LegacyFormatError("the sample inputs are not a tuple", source=f"{archive.source}:{name}:{top}/data.pkl")
+
+
+def _legacy_payload(
+    archive: Archive, stack: contextlib.ExitStack, name: str, model: str, kind: tuple[str, str, str], *, top: str
+) -> list[_Part]:
+    """A nested ``torch.save`` archive of a dict of tensors (torch 2.8's ``data/<kind>/<model>.pt``,
+    torch 2.1-2.7's ``serialized_state_dict.pt`` / ``serialized_constants.pt``) as torch 2.9+
+    writes it below ``top``: ``(new member, nested archive, storage member)`` for every storage,
+    then ``(config member, None, JSON)``. Only the nested ``data.pkl`` is read
+    (:func:`_meta_unpickle`)."""
+    torch = _torch()
+    schema: Any = importlib.import_module("torch._export.serde.schema")
+    serialize: Any = importlib.import_module("torch._export.serde.serialize")
+
+    where = f"{archive.source}:{name}"
     folder, prefix, config_name = kind
-    files: dict[str, str] = {}  # storage key -> new member's path name
-    out: list[tuple[str, Archive | None, str | bytes]] = []
     config: dict[str, Any] = {}
+    out: list[_Part] = []
+    tensors: Any = {}
+    nested: Archive | None = None
+    nested_top = "archive"
+    storages: dict[int, tuple[str, str, int]] = {}
+    if archive.info(name).file_size:  # torch wrote an empty member for nothing to save
+        tensors, nested, nested_top, storages = _meta_unpickle(archive, stack, name)
+    if type(tensors) not in (dict, collections.OrderedDict) or not all(
+        type(k) is str and isinstance(v, torch.Tensor) for k, v in tensors.items()
+    ):
+        raise LegacyFormatError("not a dict of tensors", source=f"{where}:{nested_top}/data.pkl")
+    files: dict[str, str] = {}  # storage key -> new member's path name
     for fqn, tensor in tensors.items():
         key, location, nbytes = storages[tensor.untyped_storage()._cdata]
         path_name = files.get(key)
         if path_name is None:
             path_name = files[key] = f"{prefix}{len(files)}"
-            record = f"{top}/data/{key}"
+            record = f"{nested_top}/data/{key}"
+            assert nested is not None  # a tensor was unpickled from it
             size = nested.info(record).file_size
             if size != nbytes:
                 raise LegacyFormatError(
                     f"storage of {size} bytes, its tensors need {nbytes}", source=f"{where}:{record}"
                 )
-            out.append((layouts.side_member(archive, f"data/{folder}/", path_name), nested, record))
+            out.append((f"{top}/data/{folder}/{path_name}", nested, record))
         meta = serialize.serialize_tensor_meta(tensor)
         device = torch.device(location)
         meta.device = schema.Device(type=device.type, index=device.index)
@@ -489,5 +635,5 @@ def _legacy_payload(
             path_name=path_name, is_param=isinstance(tensor, torch.nn.Parameter), use_pickle=False, tensor_meta=meta
         )
     text = json.dumps(serialize._dataclass_to_dict(schema.PayloadConfig(config=config))).encode()
-    out.append((layouts.side_member(archive, f"data/{folder}/", config_name.format(model)), None, text))
+    out.append((f"{top}/data/{folder}/{config_name.format(model)}", None, text))
     return out
