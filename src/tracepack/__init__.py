@@ -135,7 +135,13 @@ def loads(
                 lambda: codec.decode(payload, version, source=source), payload, source, DecodeError, "payload"
             )
         else:
-            raw = run(lambda: codec.decode(payload, version, source=source), source, DecodeError, "payload")
+            raw = run(
+                lambda: codec.decode(payload, version, source=source),
+                source,
+                DecodeError,
+                "payload",
+                msgpack=payload if header.codec == "msgpack" else None,
+            )
     except DecodeError as exc:
         raise (from_newer_file(exc, header.schema_version, version) if newer else exc) from None
     declared = (raw.header.version.major, raw.header.version.minor)

@@ -105,6 +105,9 @@ def parse_schema_text(text: str, *, source: str) -> RawSchema:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SchemaError(f"not valid TOML: {exc}", source=source) from None
+    from tracepack.io.guard import check_depth
+
+    check_depth(data, source, SchemaError)  # exact for a lowered max_depth too (a table is a level)
     # Check the nested tables one by one first, so an error names the exact struct and field
     # (msgspec itself spells dictionary keys as `[...]`).
     for group, item_key, item_type in (("structs", "fields", RawField), ("enums", "values", RawEnumValue)):

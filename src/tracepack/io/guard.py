@@ -47,7 +47,7 @@ import operator
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TypeVar
@@ -55,7 +55,7 @@ from typing import TypeVar
 from tracepack.errors import InputError
 from tracepack.io import limits
 
-__all__ = ["JsonShape", "parse_json", "reading", "run", "scan_json"]
+__all__ = ["JsonShape", "check_depth", "parse_json", "reading", "run", "scan_json", "scan_msgpack", "value_depth"]
 
 #: Frames the parse itself may add before it reaches the input's first level (library wrappers).
 _MARGIN = 64
@@ -126,6 +126,97 @@ def _place(text: bytes | bytearray | memoryview | str, depth: int | None, digits
         elif c in (b"]", b"}"):
             level -= 1
     return 0
+
+
+#: MessagePack lead bytes: (bytes of the length that follows, fixed payload bytes) for scalars.
+_MP_FIXED: dict[int, int] = {
+    **dict.fromkeys((0xC0, 0xC2, 0xC3), 0),
+    0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8,
+    0xD4: 2, 0xD5: 3, 0xD6: 5, 0xD7: 9, 0xD8: 17,
+}  # fmt: skip
+#: Lead bytes followed by a big-endian length of this many bytes, then that many bytes (+1 for ext).
+_MP_SIZED: dict[int, tuple[int, int]] = {
+    0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0), 0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1),
+    0xD9: (1, 0), 0xDA: (2, 0), 0xDB: (4, 0),
+}  # fmt: skip
+#: Array/map lead bytes with a length field: (bytes of the length, items per entry).
+_MP_CONTAINERS: dict[int, tuple[int, int]] = {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}
+
+
+def scan_msgpack(data: bytes | bytearray | memoryview, *, limit: int | None = None) -> tuple[int, int | None]:
+    """The nesting depth of the MessagePack ``data`` (arrays and maps; a scalar is 0, ``[]`` is 1),
+    in one iterative pass, and the byte offset of the first array or map nested deeper than
+    ``limit`` (None when there is none; the scan stops there). Damaged input is measured as far as
+    it goes: the decoder says what is wrong with it. Costs a Python step per item, so it runs only
+    when a caller lowers ``max_depth`` or a decode ran out of room."""
+    view = bytes(data)
+    end = len(view)
+    pos = 0
+    left: list[int] = []  # items still to come in each open array/map, innermost last
+    todo = 1  # items at the current level (the top: one value)
+    deepest = 0
+    while pos < end:
+        while todo == 0:
+            if not left:
+                return deepest, None
+            todo = left.pop()
+        todo -= 1
+        start, lead = pos, view[pos]
+        count = -1
+        if lead <= 0x7F or lead >= 0xE0:
+            pos += 1
+        elif lead <= 0x8F:
+            count, pos = 2 * (lead & 0x0F), pos + 1
+        elif lead <= 0x9F:
+            count, pos = lead & 0x0F, pos + 1
+        elif lead <= 0xBF:
+            pos += 1 + (lead & 0x1F)
+        elif lead in _MP_FIXED:
+            pos += 1 + _MP_FIXED[lead]
+        elif lead in _MP_SIZED:
+            width, extra = _MP_SIZED[lead]
+            pos += 1 + width + extra + int.from_bytes(view[pos + 1 : pos + 1 + width], "big")
+        elif lead in _MP_CONTAINERS:
+            width, per = _MP_CONTAINERS[lead]
+            count = per * int.from_bytes(view[pos + 1 : pos + 1 + width], "big")
+            pos += 1 + width
+        else:
+            return deepest, None  # 0xC1, never used: the decoder refuses it
+        if count >= 0:
+            level = len(left) + 1
+            if limit is not None and level > limit:
+                return max(deepest, level), start
+            deepest = max(deepest, level)
+            if count:
+                left.append(todo)
+                todo = count
+    return deepest, None
+
+
+def value_depth(value: object) -> int:
+    """How deep a parsed value nests (dicts, lists and tuples; a scalar is 0, ``{}`` is 1), iteratively."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return deepest
+
+
+def check_depth(value: object, source: str | None, error: type[InputError], where: str | None = None) -> None:
+    """Refuse a parsed ``value`` (TOML, a generic decode) nested deeper than the ``max_depth``
+    budget: the parse itself is held to the budget only as far as the interpreter's recursion
+    limit reaches, which a lowered budget does not."""
+    budget = limits.current().max_depth
+    if value_depth(value) > budget:
+        raise _too_deep(error, budget, source, where)
 
 
 # -- the interpreter's knobs, raised for as long as some parse needs them --------------------------
@@ -257,11 +348,39 @@ def parse_json(
     return _optimistic(parse, source, error, where, text)
 
 
-def run(work: Callable[[], T], source: str | None, error: type[InputError], where: str | None = None) -> T:
+def run(
+    work: Callable[[], T],
+    source: str | None,
+    error: type[InputError],
+    where: str | None = None,
+    *,
+    msgpack: bytes | bytearray | memoryview | None = None,
+) -> T:
     """``work()`` (a walk or dump as deep as a document nests, no text to measure) within the
     ``max_depth`` budget, as :func:`parse_json` does: first as it is, and only if it runs out of
-    recursion again under :func:`reading` (the recursion limit raised to what the budget allows)."""
-    return _optimistic(work, source, error, where, None)
+    recursion again under :func:`reading` (the recursion limit raised to what the budget allows).
+
+    With ``msgpack`` (the MessagePack ``work`` decodes), the budget is exact: the bytes are measured
+    (:func:`scan_msgpack`) and refused with the byte offset before ``work`` runs when the budget is
+    lower than the recursion the interpreter leaves (a lowered ``max_depth``), and before it runs
+    again when it ran out of room; with the default budget a decode that succeeds needs no scan."""
+    if msgpack is None:
+        return _optimistic(work, source, error, where, None)
+    data = msgpack
+    budget = limits.current().max_depth
+
+    def measured() -> T:
+        _, at = scan_msgpack(data, limit=budget)
+        if at is not None:
+            raise _too_deep(error, budget, source, where or f"byte {at}")
+        return work()
+
+    if budget >= sys.getrecursionlimit() - _frames() - _MARGIN:
+        try:  # a decode that succeeds nested less deep than the interpreter allows, within the budget
+            return work()
+        except RecursionError:
+            pass
+    return _optimistic(measured, source, error, where, None)
 
 
 def _optimistic(
