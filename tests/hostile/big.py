@@ -10,9 +10,11 @@ Builds, in a temporary folder, archives holding one stored member of ``--gib`` G
   unpacked archive again gives the packed one byte for byte;
 * ``expand --archive`` of the packed archive: the original members back, the program byte for byte.
 
-``upgrade`` is run on the package layout (streamed: the big member copied raw); the flat sample's
-big member is not one torch 2.1-2.7 writes (it sits beside ``serialized_state_dict.pt``, not
-inside), which the streamed flat upgrade refuses, so it is not run there.
+``upgrade`` is run on the package layout (streamed: the big member copied raw), and on a flat
+archive whose ``serialized_state_dict.pt`` (a zip64 member) holds a weight of that size (a zip64
+member of the nested ``torch.save`` archive): the upgrade writes it as a ``weight_<n>`` member of
+its own, copied raw out of the nested archive. (The flat archive of the other commands has its
+big member beside ``serialized_state_dict.pt``, which no torch writes: the flat upgrade refuses it.)
 
 Every command's peak RSS (``wait4``) must stay within ``300 MB + 3x model.json`` and its exit
 status be 0. Prints one line per command (time, peak RSS) and exits 1 on any failure.
@@ -27,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 from benchmarks.bench_hostile import run_measured
-from tests.hostile.zip64 import write_zip64, zero_crc
+from tests.hostile.zip64 import Data, write_zip64, zero_crc, zip64_parts
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src/tracepack/data/sample/tiny_transformer.pt2"
@@ -118,6 +120,63 @@ def run_layout(folder: Path, layout: str, size: int) -> None:
     src.unlink()
 
 
+#: A float32 element count no sample's weight has: its pickled form (BININT) is found and replaced.
+_MARK = 0x0123457
+
+
+def _flat_with_big_weight(dst: Path, size: int) -> None:
+    """The flat sample with a float32 weight ``big`` of ``size`` zero bytes in its state dict.
+
+    torch.save writes the state dict with ``big`` of :data:`_MARK` elements; its element count in
+    ``data.pkl`` (the storage's and the tensor's size, the same 4-byte BININT) is set to
+    ``size // 4`` and its storage record becomes a hole of ``size`` bytes, the nested archive
+    rewritten with zip64 records, as parts, stored in the outer one without being built."""
+    import io
+    import struct
+
+    import torch
+
+    n = size // 4
+    assert n < 2**31, "the element count is a 4-byte BININT"
+    with zipfile.ZipFile(FLAT) as z:
+        members: list[tuple[str, Data]] = [(name, z.read(name)) for name in z.namelist()]
+    state_dict = dict(members)["serialized_state_dict.pt"]
+    sd = torch.load(io.BytesIO(state_dict), weights_only=True)
+    sd["big"] = torch.zeros(_MARK)
+    saved = io.BytesIO()
+    torch.save(sd, saved)
+    old, new = b"J" + struct.pack("<i", _MARK), b"J" + struct.pack("<i", n)
+    nested: list[tuple[str, Data]] = []
+    with zipfile.ZipFile(saved) as z:
+        for info in z.infolist():
+            data = z.read(info)
+            if info.filename.endswith("/data.pkl"):
+                assert data.count(old) == 2, "the storage's and the tensor's element count"
+                data = data.replace(old, new)
+            nested.append((info.filename, size if info.file_size == 4 * _MARK else data))
+    parts = zip64_parts(nested)
+    write_zip64(
+        dst, [(name, parts if name == "serialized_state_dict.pt" else data) for name, data in members], aligned=False
+    )
+
+
+def run_flat_upgrade(folder: Path, size: int) -> None:
+    """``upgrade`` of a flat archive with a weight of ``size`` bytes: within 32 MB of the same
+    command on the sample alone, the weight a member of its own, every byte zero."""
+    src, small, out = folder / "flat-weight.pt2", folder / "small.pt2", folder / "upgraded.pt2"
+    _flat_with_big_weight(src, size)
+    _, base, _ = run_measured([sys.executable, "-m", "tracepack", "upgrade", "-f", str(FLAT), str(small)])
+    small.unlink(missing_ok=True)
+    _run(["upgrade", "-f", str(src), str(out)], base + (32 << 20), "flat: upgrade, big weight")
+    with zipfile.ZipFile(out) as z:
+        big = max(z.infolist(), key=lambda i: i.file_size).filename
+    if "/data/weights/weight_" not in big:
+        raise Failed(f"flat: upgrade: the largest member is {big}, not a weight")
+    _check_big(out, big, size, zero_crc(size))
+    out.unlink()
+    src.unlink()
+
+
 def _same_file(a: Path, b: Path) -> bool:
     if a.stat().st_size != b.stat().st_size:
         return False
@@ -139,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for layout in ("package", "flat"):
                 run_layout(Path(tmp), layout, size)
+            run_flat_upgrade(Path(tmp), size)
         except Failed as exc:
             print(f"FAILED: {exc}")
             return 1
