@@ -126,7 +126,8 @@ def _is_default(values: list[Any], default: Any) -> bool:
     if isinstance(default, float):
         sign = math.copysign(1.0, default)
         return all(math.copysign(1.0, v) == sign for v in values)
-    return all(type(v) is type(default) for v in values)
+    # Equal values of another type (False == 0 == 0.0) are not the default: every type is the default's.
+    return not any(map(operator.is_not, map(type, values), itertools.repeat(type(default))))
 
 
 class _Shredder:
@@ -143,7 +144,7 @@ class _Shredder:
     def put(self, path: str, values: Sequence[Any], strings: bool = False) -> None:
         first = values[0]
         if strings or isinstance(first, str):
-            kind = _BLOB if any("\0" in v for v in values) else _TEXT
+            kind = _BLOB if any(map(operator.contains, values, itertools.repeat("\0"))) else _TEXT
         elif isinstance(first, bytes):
             kind = _BLOB
         elif isinstance(first, bool):
@@ -262,7 +263,7 @@ def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
             slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
     slots[3] = w.scalars("I", counts)
     slots[2] = w.bytes_(bytes(kinds))
-    slots[1] = w.bytes_("".join(p + "\0" for p in columns).encode("utf-8"))
+    slots[1] = w.bytes_(("\0".join(columns) + "\0" if columns else "").encode("utf-8"))
     for i, at in enumerate(slots[1:], 1):
         if at:
             mask |= 1 << i
