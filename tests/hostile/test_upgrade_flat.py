@@ -110,6 +110,34 @@ def test_flat_members_that_are_not_tensors_are_one_line(member: str, value: Any)
         upgrade_pt2(data, source="old.pt2")
 
 
+def _data_pkl(value: Any) -> bytes:
+    """The ``data.pkl`` torch.save writes for ``value``."""
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    with zipfile.ZipFile(buffer) as z:
+        return z.read(next(n for n in z.namelist() if n.endswith("/data.pkl")))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (lambda: torch.empty(3, device="meta"), "tensor 'w' has no stored data"),
+        (lambda: torch.eye(2).to_sparse(), "tensor 'w' is sparse_coo: only strided tensors are streamed"),
+    ],
+)
+def test_tensors_without_one_storage_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: Any, message: str
+) -> None:
+    """A weight torch's weights_only unpickler builds, but not on a storage of the archive (a meta
+    tensor, a sparse one), is refused by the streamed upgrade, naming it (never a KeyError)."""
+    src = tmp_path / "old.pt2"
+    src.write_bytes(_legacy_with(path("2.6", "mlp.pt2"), _data_pkl({"w": value()}), "serialized_state_dict.pt"))
+    assert main(["upgrade", str(src), str(tmp_path / "new.pt2")]) == 2
+    err = capsys.readouterr().err
+    assert "old.pt2:serialized_state_dict.pt:archive/data.pkl: " + message in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def _with_members(src: Path, add: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout:

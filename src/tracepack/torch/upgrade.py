@@ -616,7 +616,17 @@ def _legacy_payload(
         raise LegacyFormatError("not a dict of tensors", source=f"{where}:{nested_top}/data.pkl")
     files: dict[str, str] = {}  # storage key -> new member's path name
     for fqn, tensor in tensors.items():
-        key, location, nbytes = storages[tensor.untyped_storage()._cdata]
+        pickled = f"{where}:{nested_top}/data.pkl"
+        if tensor.layout != torch.strided:
+            raise LegacyFormatError(
+                f"tensor {fqn!r} is {str(tensor.layout).removeprefix('torch.')}: only strided tensors are "
+                "streamed (through_torch / --through-torch loads it into torch)",
+                source=pickled,
+            )
+        entry = storages.get(tensor.untyped_storage()._cdata)
+        if entry is None:
+            raise LegacyFormatError(f"tensor {fqn!r} has no stored data", source=pickled, expected="a storage")
+        key, location, nbytes = entry
         path_name = files.get(key)
         if path_name is None:
             path_name = files[key] = f"{prefix}{len(files)}"
