@@ -109,10 +109,16 @@ _INTS: Final = tuple(
 )
 _BOOL: Final = 0
 _F64: Final = 9
+_UINT8: Final = KINDS.index("B")
 
 
 def _int_kind(values: Sequence[int]) -> int:
-    lo, hi = min(values), max(values)
+    if len(values) == 1:  # a table's length, a one-row struct's field: half the columns of a small graph
+        lo = hi = values[0]
+    else:
+        lo, hi = min(values), max(values)
+    if lo >= 0 and hi <= 255:
+        return _UINT8
     for k, a, b in _INTS:
         if a <= lo and hi <= b:
             return k
