@@ -124,7 +124,7 @@ def run_layout(folder: Path, layout: str, size: int) -> None:
 _MARK = 0x0123457
 
 
-def _flat_with_big_weight(dst: Path, size: int) -> None:
+def flat_with_big_weight(dst: Path, size: int) -> None:
     """The flat sample with a float32 weight ``big`` of ``size`` zero bytes in its state dict.
 
     torch.save writes the state dict with ``big`` of :data:`_MARK` elements; its element count in
@@ -140,7 +140,7 @@ def _flat_with_big_weight(dst: Path, size: int) -> None:
     assert n < 2**31, "the element count is a 4-byte BININT"
     with zipfile.ZipFile(FLAT) as z:
         members: list[tuple[str, Data]] = [(name, z.read(name)) for name in z.namelist()]
-    state_dict = dict(members)["serialized_state_dict.pt"]
+        state_dict = z.read("serialized_state_dict.pt")
     sd = torch.load(io.BytesIO(state_dict), weights_only=True)
     sd["big"] = torch.zeros(_MARK)
     saved = io.BytesIO()
@@ -164,7 +164,7 @@ def run_flat_upgrade(folder: Path, size: int) -> None:
     """``upgrade`` of a flat archive with a weight of ``size`` bytes: within 32 MB of the same
     command on the sample alone, the weight a member of its own, every byte zero."""
     src, small, out = folder / "flat-weight.pt2", folder / "small.pt2", folder / "upgraded.pt2"
-    _flat_with_big_weight(src, size)
+    flat_with_big_weight(src, size)
     _, base, _ = run_measured([sys.executable, "-m", "tracepack", "upgrade", "-f", str(FLAT), str(small)])
     small.unlink(missing_ok=True)
     _run(["upgrade", "-f", str(src), str(out)], base + (32 << 20), "flat: upgrade, big weight")
