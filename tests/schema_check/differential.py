@@ -378,7 +378,7 @@ class _Sampler:
                 args.append(None)
             elif f.deprecated:
                 args.append(_zero(f, f.type, self))
-            elif f.ref is not None and (k % 4 == 0 or self.defaults) and f.has_default:
+            elif f.ref is not None and (k % 4 == 0 or self.defaults) and self.ref_default(f):
                 args.append(_default(f, self.g, self.schema))
             elif f.ref is not None:
                 n = self.sizes[f.ref]
@@ -392,8 +392,20 @@ class _Sampler:
                 args.append(self.value(f, f.type, depth, k))
         return cls(*args)
 
+    def ref_default(self, f: Field) -> bool:
+        """Whether a reference field's default is a value a valid document may hold: a row of its
+        target, or its null sentinel (a change can leave a default of -1 without the null it was)."""
+        if not f.has_default:
+            return False
+        if not isinstance(f.default, int) or isinstance(f.default, bool):
+            return True  # a list's []
+        assert f.ref is not None
+        return f.default == f.null or 0 <= f.default < self.sizes[f.ref]
+
     def column(self, s: Struct, f: Field, row: int = 0) -> Any:
         if f.type.kind != "list":
+            if f.ref is not None and f.type.is_int:  # one reference for the whole table: a row of its target
+                return self.ref(f, self.seed + f.id + row, self.sizes[f.ref], False)
             return self.value(f, f.type, 1, self.seed + f.id + row)
         assert f.type.item is not None
         if (f.deprecated or f.sparse) and (f.sparse or f.pool) and (f.deprecated or self.seed % 2 == 0):
