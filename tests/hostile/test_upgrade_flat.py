@@ -174,6 +174,44 @@ def test_flat_peak_memory_follows_the_graph_not_the_weights(tmp_path: Path) -> N
     check_big_upgrade(tmp_path, path("2.6", "mlp.pt2"), _flat_big)
 
 
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2])
+def test_a_flat_archive_rezipped_compressed_is_streamed_too(tmp_path: Path, method: int) -> None:
+    """A flat archive whose members are compressed (rewritten by ``zipfile``; torch stores them):
+    each nested torch.save archive is decompressed into a temporary file, not memory, and the
+    upgrade loads as the through-torch one does."""
+    version, name = "2.4", "cnn.pt2"
+    src = tmp_path / "deflated.pt2"
+    with zipfile.ZipFile(path(version, name)) as zin, zipfile.ZipFile(src, "w", method) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, zin.read(info))
+    with zipfile.ZipFile(src) as z:
+        assert all(i.compress_type == method for i in z.infolist())
+    dst = tmp_path / "new.pt2"
+    upgrade_pt2_file(src, dst)
+    saved = torch.export.load(
+        io.BytesIO(upgrade_pt2(path(version, name).read_bytes(), source=name, through_torch=True))
+    )
+    assert_same_program(torch.export.load(dst), saved, version, name)
+
+
+def test_a_corrupt_compressed_nested_archive_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "old.pt2"
+    with zipfile.ZipFile(path("2.6", "mlp.pt2")) as zin, zipfile.ZipFile(src, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, zin.read(info))
+    data = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as z:
+        info = z.getinfo("serialized_state_dict.pt")
+    at = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
+    data[at : at + 8] = b"\xff" * 8
+    src.write_bytes(bytes(data))
+    assert main(["upgrade", str(src), str(tmp_path / "new.pt2")]) == 2
+    err = capsys.readouterr().err
+    assert "old.pt2:serialized_state_dict.pt" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "new.pt2").exists()
+
+
 def test_flat_upgrade_file_to_file(tmp_path: Path) -> None:
     src, dst = path("2.3", "cond.pt2"), tmp_path / "new.pt2"
     sizes = upgrade_pt2_file(src, dst)

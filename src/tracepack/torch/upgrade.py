@@ -43,7 +43,7 @@ import importlib
 import io
 import json
 import os
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import msgspec
 
@@ -536,6 +536,28 @@ def _package_markers(program: bytes) -> list[tuple[str, bytes]]:
     ]
 
 
+def _nested_file(archive: Archive, stack: contextlib.ExitStack, name: str) -> IO[bytes]:
+    """Member ``name`` (a zip of its own) as a file: read in place when stored (as torch writes
+    it), else decompressed, a chunk at a time under the ratio budget, into a temporary file (a
+    flat archive rewritten by ``zipfile`` with deflate): never whole in memory either way."""
+    import shutil
+    import tempfile
+    import zipfile
+
+    from tracepack.io.zip import MEMBER_ERRORS
+
+    if archive.compress_type(name) == zipfile.ZIP_STORED:
+        return archive.member_file(name)
+    spool = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed by the caller's ExitStack
+    with archive.open_member(name) as member:
+        try:
+            shutil.copyfileobj(member, spool, 1 << 20)
+        except MEMBER_ERRORS as exc:
+            raise LegacyFormatError(f"cannot read member: {exc}", source=f"{archive.source}:{name}") from None
+    spool.seek(0)
+    return cast(IO[bytes], spool)
+
+
 def _meta_unpickle(archive: Archive, stack: contextlib.ExitStack, name: str) -> tuple[Any, Any, str, dict[int, Any]]:
     """The ``torch.save`` archive stored as member ``name``, unpickled by torch's ``weights_only``
     unpickler with every storage on the ``meta`` device (nothing executed, no tensor data read):
@@ -543,7 +565,7 @@ def _meta_unpickle(archive: Archive, stack: contextlib.ExitStack, name: str) -> 
     torch = _torch()
     unpickling: Any = importlib.import_module("torch._weights_only_unpickler")
     where = f"{archive.source}:{name}"
-    nested = stack.enter_context(Archive(archive.member_file(name), source=where))
+    nested = stack.enter_context(Archive(_nested_file(archive, stack, name), source=where))
     top = nested.top
     if top is None or f"{top}/data.pkl" not in nested.names():
         raise LegacyFormatError("not a torch.save archive", source=where, expected="<name>/data.pkl")
