@@ -220,3 +220,6 @@ def test_flat_upgrade_file_to_file(tmp_path: Path) -> None:
         assert "archive/models/model.json" in z.namelist()
         assert z.read("archive/archive_format") == b"pt2"
     torch.export.load(dst)
+    again = tmp_path / "again.pt2"
+    upgrade_pt2_file(src, again)
+    assert again.read_bytes() == dst.read_bytes()  # reproducible: no random serialization id, no clock
