@@ -254,12 +254,16 @@ def dump(
     level: int = 3,
     zstd_dict: ZstdDict | str | None = None,
     version: tuple[int, int] | None = None,
+    durable: bool = False,
 ) -> int:
-    """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size."""
+    """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size.
+
+    ``durable=True`` syncs the file to disk before the rename (a power loss then leaves the old
+    file or the new one); by default it is not synced, as ``cp`` and ``torch.save``."""
     from tracepack.container import atomic_write
 
     data = dumps(doc, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict, version=version)
-    atomic_write(path, data)
+    atomic_write(path, data, durable=durable)
     return len(data)
 
 

@@ -320,9 +320,15 @@ def pack(
 
 
 def atomic_write(
-    path: str | os.PathLike[str], data: bytes, *, overwrite: bool = True, replace_special: bool = False
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    overwrite: bool = True,
+    replace_special: bool = False,
+    durable: bool = False,
 ) -> None:
-    """Write ``data`` to ``path`` all at once or not at all: :func:`tracepack.io.files.write_atomic`."""
+    """Write ``data`` to ``path`` all at once or not at all: :func:`tracepack.io.files.write_atomic`
+    (``durable``: synced to disk before it takes the name)."""
     from tracepack.io.files import write_atomic
 
-    write_atomic(path, data, overwrite=overwrite, replace_special=replace_special)
+    write_atomic(path, data, overwrite=overwrite, replace_special=replace_special, durable=durable)

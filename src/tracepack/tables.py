@@ -173,8 +173,11 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
-def write_parquet(tables: dict[str, Columns], folder: str | os.PathLike[str]) -> dict[str, int]:
-    """Write each table to ``folder/<table>.parquet`` (atomically); return the rows per table."""
+def write_parquet(
+    tables: dict[str, Columns], folder: str | os.PathLike[str], *, durable: bool = False
+) -> dict[str, int]:
+    """Write each table to ``folder/<table>.parquet`` (atomically; synced to disk when ``durable``);
+    return the rows per table."""
     pa = _pyarrow()
     from tracepack.container import atomic_write
 
@@ -186,6 +189,6 @@ def write_parquet(tables: dict[str, Columns], folder: str | os.PathLike[str]) ->
         table = pa.table(columns, schema=schema)
         sink = pa.BufferOutputStream()
         pa.parquet.write_table(table, sink, compression="zstd")
-        atomic_write(out / f"{name}.parquet", sink.getvalue().to_pybytes())
+        atomic_write(out / f"{name}.parquet", sink.getvalue().to_pybytes(), durable=durable)
         rows[name] = table.num_rows
     return rows

@@ -233,7 +233,7 @@ def test_expand_of_a_packed_archive_streams_the_weights(tmp_path: Path) -> None:
     assert expanded == original  # the program byte for byte, the weights whole
 
 
-def test_pack_syncs_once_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pack_syncs_once_with_fsync_and_never_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     from tracepack.cli import main
@@ -241,9 +241,9 @@ def test_pack_syncs_once_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.
     synced: list[int] = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
-    assert main(["pack", str(SAMPLE), str(tmp_path / "a.pt2")]) == 0
+    assert main(["pack", "--fsync", str(SAMPLE), str(tmp_path / "a.pt2")]) == 0
     assert len(synced) == 1  # one fsync, at the end, however many members
-    assert main(["pack", "--no-fsync", str(SAMPLE), str(tmp_path / "b.pt2")]) == 0
+    assert main(["pack", str(SAMPLE), str(tmp_path / "b.pt2")]) == 0
     assert main(["unpack", "--no-fsync", str(tmp_path / "b.pt2"), str(tmp_path / "c.pt2")]) == 0
     assert len(synced) == 1
     assert (tmp_path / "a.pt2").read_bytes() == (tmp_path / "b.pt2").read_bytes()

@@ -107,7 +107,7 @@ _WRITER = textwrap.dedent(
     """
     import sys, time
     from tracepack.io import files
-    with files.atomic_output(sys.argv[1]) as f:
+    with files.atomic_output(sys.argv[1], durable=sys.argv[2] == "durable") as f:
         f.write(b"x" * (1 << 20))
         f.flush()
         print("writing", flush=True)
@@ -118,11 +118,15 @@ _WRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("run", range(3))
-def test_kill_9_mid_write_leaves_the_old_file_and_no_temp_after_the_next_write(tmp_path: Path, run: int) -> None:
+@pytest.mark.parametrize(("run", "durable"), [(0, False), (1, False), (2, False), (1, True)])
+def test_kill_9_mid_write_leaves_the_old_file_and_no_temp_after_the_next_write(
+    tmp_path: Path, run: int, durable: bool
+) -> None:
+    """Synced or not (the default), a kill leaves the old file and, after the next write, no temp."""
     target = tmp_path / "out.tpk"
     target.write_bytes(b"old contents")
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE)
+    mode = "durable" if durable else "default"
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target), mode], stdout=subprocess.PIPE)
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"writing\n"
     time.sleep(0.05 * run)

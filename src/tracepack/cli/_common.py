@@ -42,6 +42,20 @@ def add_force(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--force", action="store_true", help="replace an output file that exists")
 
 
+def add_fsync(p: argparse.ArgumentParser) -> None:
+    """``--fsync`` / ``--no-fsync`` (every command that writes files; ``args.fsync``, default off)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--fsync",
+        dest="fsync",
+        action="store_true",
+        default=False,
+        help="sync each output to disk before it takes its name (waits for the disk: a power loss then leaves "
+        "the old file or the new one). Default: not synced, as cp; still atomic, a kill leaves the old file",
+    )
+    g.add_argument("--no-fsync", dest="fsync", action="store_false", help="do not sync (the default)")
+
+
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON (machine-readable)")
 
@@ -90,8 +104,9 @@ def check_output(path: str, *, force: bool) -> None:
         raise
 
 
-def write_output(path: str, data: bytes, *, force: bool) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file, rename), or to standard output for ``-``."""
+def write_output(path: str, data: bytes, *, force: bool, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file, rename; ``durable``: synced to disk
+    first), or to standard output for ``-``."""
     if path == STDIO:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -99,7 +114,7 @@ def write_output(path: str, data: bytes, *, force: bool) -> None:
     from tracepack.container import atomic_write
 
     check_output(path, force=force)
-    atomic_write(path, data, overwrite=force)  # no-clobber holds even if the file appears meanwhile
+    atomic_write(path, data, overwrite=force, durable=durable)  # no-clobber holds even if the file appears meanwhile
 
 
 def report(path: str, text: str, info: dict[str, Any], *, as_json: bool) -> None:

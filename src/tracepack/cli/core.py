@@ -13,6 +13,7 @@ from tracepack.cli._common import (
     STDIO,
     Stages,
     add_force,
+    add_fsync,
     add_json,
     check_output,
     display,
@@ -100,7 +101,7 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
         assert best is not None
         data, codec = best
         stages.step("writing")
-        write_output(dst, data, force=args.force)
+        write_output(dst, data, force=args.force, durable=args.fsync)
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
@@ -298,7 +299,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
             raise UsageError("rebuilding archives is not part of this build", where="--archive")
         if args.out != "-":  # file to file: the weights stream through, never whole in memory
             size = archives.expand_archive_file(
-                doc, args.archive, args.out, debug_format=args.debug_format, overwrite=args.force
+                doc, args.archive, args.out, debug_format=args.debug_format, overwrite=args.force, durable=args.fsync
             )
             info = {"input": display(args.file), "output": args.out, "bytes": size}
             report(args.out, f"wrote {args.out}: {size} bytes", info, as_json=args.json)
@@ -306,7 +307,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
         data = archives.expand_archive(doc, args.archive, debug_format=args.debug_format)
     else:
         data = export_json.export_model_json(doc)
-    write_output(args.out, data, force=args.force)
+    write_output(args.out, data, force=args.force, durable=args.fsync)
     info = {"input": display(args.file), "output": args.out, "bytes": len(data)}
     report(args.out, f"wrote {args.out}: {len(data)} bytes", info, as_json=args.json)
     return EXIT_OK
@@ -353,6 +354,7 @@ def register(sub: Any) -> None:
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
     add_force(c)
+    add_fsync(c)
     add_json(c)
     c.set_defaults(func=cmd_convert)
 
@@ -379,6 +381,7 @@ def register(sub: Any) -> None:
     e.add_argument("--debug-format", choices=["legacy", "table"], default=None, help="debug_pkl layout to write")
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     add_force(e)
+    add_fsync(e)
     add_json(e)
     e.set_defaults(func=cmd_expand)
 

@@ -12,6 +12,7 @@ from tracepack.cli._common import (
     EXIT_OK,
     STDIO,
     add_force,
+    add_fsync,
     add_json,
     display,
     load_any,
@@ -107,7 +108,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
             raise exc.with_source(display(path)) from None
     value: Any = docs[0] if len(docs) == 1 else docs
     text = json.dumps(value, ensure_ascii=False, indent=None if args.compact else 2) + "\n"
-    write_output(args.output, text.encode(), force=args.force)
+    write_output(args.output, text.encode(), force=args.force, durable=args.fsync)
     return EXIT_OK
 
 
@@ -121,7 +122,7 @@ def _cat_raw(args: argparse.Namespace) -> int:
     _, payload = unpack(data, source=display(path), zstd_dict=zstd_dict(args.zstd_dict))
     if args.output == STDIO and sys.stdout.isatty() and not bytes(payload[:1]) == b"{":
         raise UsageError("the payload is binary: not writing it to a terminal (redirect it, or use -o FILE)")
-    write_output(args.output, bytes(payload), force=args.force)
+    write_output(args.output, bytes(payload), force=args.force, durable=args.fsync)
     return EXIT_OK
 
 
@@ -143,7 +144,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             for path in progress(args.files, total=len(args.files), desc="export")
         ),
     )
-    sizes = write_parquet(tables, out)
+    sizes = write_parquet(tables, out, durable=args.fsync)
     info = {"folder": str(out), "models": len(args.files), "tables": {k: {"rows": n} for k, n in sizes.items()}}
     if args.json:
         print_json(info)
@@ -197,6 +198,7 @@ def register(sub: Any) -> None:
     c.add_argument("--compact", action="store_true", help="JSON on one line")
     c.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
     add_force(c)
+    add_fsync(c)
     c.set_defaults(func=cmd_cat)
 
     e = sub.add_parser(
@@ -211,5 +213,6 @@ def register(sub: Any) -> None:
     e.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the tables (made if missing)")
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the files were compressed with")
     add_force(e)
+    add_fsync(e)
     add_json(e)
     e.set_defaults(func=cmd_export)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from tracepack.cli._common import EXIT_OK, read
+from tracepack.cli._common import EXIT_OK, add_fsync, read
 from tracepack.errors import InputError, UsageError
 
 
@@ -90,7 +90,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             ) from None
         trace = annotate_chrome(value, syms, method=args.method, source=args.profile)
     if args.output is not None:
-        atomic_write(args.output, json.dumps(trace, separators=(",", ":")).encode())
+        atomic_write(args.output, json.dumps(trace, separators=(",", ":")).encode(), durable=args.fsync)
         n = sum(1 for e in trace["traceEvents"] if "module_path" in (e.get("args") or {}))
         print(f"wrote {args.output}: {len(trace['traceEvents'])} events, {n} annotated", file=sys.stderr)
     if args.by == "module":
@@ -127,4 +127,5 @@ def register(sub: Any) -> None:
     a.add_argument("--by", choices=["module"], help="print a per-module time summary table")
     a.add_argument("--method", help="the ExecuTorch method (default: the only one, else forward)")
     a.add_argument("--time-unit", choices=["ns", "us", "ms", "s"], default="ns", help="ETDump clock unit (default ns)")
+    add_fsync(a)
     a.set_defaults(func=cmd_annotate)

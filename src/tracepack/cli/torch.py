@@ -5,14 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tracepack.cli._common import EXIT_OK, add_force, add_json, check_output, display, read, report, write_output
+from tracepack.cli._common import (
+    EXIT_OK,
+    add_force,
+    add_fsync,
+    add_json,
+    check_output,
+    display,
+    read,
+    report,
+    write_output,
+)
 
 
 def _run(args: argparse.Namespace, transform: Any) -> int:
     check_output(args.dst, force=args.force)
     data = read(args.src)
     out: bytes = transform(data)
-    write_output(args.dst, out, force=args.force)
+    write_output(args.dst, out, force=args.force, durable=args.fsync)
     info = {"input": display(args.src), "output": args.dst, "bytes": len(out), "input_bytes": len(data)}
     report(args.dst, f"wrote {args.dst}: {len(out)} bytes (was {len(data)})", info, as_json=args.json)
     return EXIT_OK
@@ -35,9 +45,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     if args.src != "-" and args.dst != "-":
         return _run_files(
             args,
-            lambda s, d: pack_pt2_file(
-                s, d, keep=keep, strip=args.strip_all, overwrite=args.force, durable=not args.no_fsync
-            ),
+            lambda s, d: pack_pt2_file(s, d, keep=keep, strip=args.strip_all, overwrite=args.force, durable=args.fsync),
         )
     return _run(args, lambda data: pack_pt2(data, source=display(args.src), keep=keep, strip=args.strip_all))
 
@@ -47,7 +55,7 @@ def cmd_unpack(args: argparse.Namespace) -> int:
     from tracepack.torch.pt2 import unpack_pt2, unpack_pt2_file
 
     if args.src != "-" and args.dst != "-":
-        return _run_files(args, lambda s, d: unpack_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync))
+        return _run_files(args, lambda s, d: unpack_pt2_file(s, d, overwrite=args.force, durable=args.fsync))
     return _run(args, lambda data: unpack_pt2(data, source=display(args.src)))
 
 
@@ -59,18 +67,9 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     if args.src != "-" and args.dst != "-":
         return _run_files(
             args,
-            lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=not args.no_fsync, through_torch=through),
+            lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=args.fsync, through_torch=through),
         )
     return _run(args, lambda data: upgrade_pt2(data, source=display(args.src), through_torch=through))
-
-
-def _add_no_fsync(p: Any) -> None:
-    p.add_argument(
-        "--no-fsync",
-        action="store_true",
-        help="do not sync the output to disk before renaming it into place (faster for large files, as "
-        "cp; still atomic, but a power loss right after may leave it incomplete)",
-    )
 
 
 def register(sub: Any) -> None:
@@ -85,7 +84,7 @@ def register(sub: Any) -> None:
         help="move every metadata string, not only stack_trace and from_node: smaller, but plain "
         "torch.export.load then has no nn_module_stack (unflatten fails) nor source_fn_stack",
     )
-    _add_no_fsync(k)
+    add_fsync(k)
     add_force(k)
     add_json(k)
     k.set_defaults(func=cmd_pack)
@@ -93,7 +92,7 @@ def register(sub: Any) -> None:
     u = sub.add_parser("unpack", help="put a packed .pt2's debug strings back: model.json byte for byte")
     u.add_argument("src", help="a .pt2 written by `tracepack pack` (- for stdin)")
     u.add_argument("dst", help="output .pt2 (written atomically; - for stdout)")
-    _add_no_fsync(u)
+    add_fsync(u)
     add_force(u)
     add_json(u)
     u.set_defaults(func=cmd_unpack)
@@ -107,7 +106,7 @@ def register(sub: Any) -> None:
         help="load the program into torch and write it with torch.export.save (holds every weight in "
         "memory); by default the archive is streamed, its weights copied raw",
     )
-    _add_no_fsync(g)
+    add_fsync(g)
     add_force(g)
     add_json(g)
     g.set_defaults(func=cmd_upgrade)

@@ -195,9 +195,11 @@ def save(
     pickle_protocol: int = 2,
     keep: Sequence[str] = (),
     strip: bool = False,
+    durable: bool = False,
 ) -> None:
     """Write ``ep`` as a packed ``.pt2`` in one call: what ``torch.export.save`` then ``tracepack pack``
-    write, without writing and parsing model.json twice (the file is replaced atomically).
+    write, without writing and parsing model.json twice (the file is replaced atomically; as by
+    ``torch.export.save``, not synced to disk unless ``durable=True``).
 
     With the defaults, plain ``torch.export.load`` reads the result with everything but the
     stack traces and ``from_node`` (which :func:`load` merges back); ``strip=True`` moves every
@@ -213,4 +215,5 @@ def save(
         pickle_protocol=pickle_protocol,
         keep=keep,
         strip=strip,
+        durable=durable,
     )

@@ -344,14 +344,16 @@ def expand_archive_file(
     debug_format: str | None = None,
     *,
     overwrite: bool = True,
+    durable: bool = False,
 ) -> int:
-    """:func:`expand_archive` into the file ``dst`` (written atomically); returns its size.
+    """:func:`expand_archive` into the file ``dst`` (written atomically; synced to disk when
+    ``durable``); returns its size.
 
     Only the program or the debug members are built in memory; every other member (the
     weights) is copied raw from ``original_path``, so memory follows the graph, not the weights."""
     from tracepack.io.files import atomic_output
 
-    with atomic_output(dst, overwrite=overwrite) as f:
+    with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
         _expand_to(doc, original_path, f, debug_format)
         return f.tell()
 

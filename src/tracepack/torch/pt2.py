@@ -296,14 +296,15 @@ def pack_pt2_file(
     strip: bool = False,
     overwrite: bool = True,
     source: str | None = None,
-    durable: bool = True,
+    durable: bool = False,
 ) -> tuple[int, int]:
     """:func:`pack_pt2` from file to file, for archives of any size; returns (input, output) bytes.
 
     Weight members are copied as raw bytes (by the kernel where it can), never read into memory:
     peak memory follows the program (model.json), not the weights. The output is written
-    atomically (:func:`tracepack.io.files.atomic_output`) and, unless ``durable=False``, synced
-    to disk before it takes its name.
+    atomically (:func:`tracepack.io.files.atomic_output`: a kill leaves the old file intact) and,
+    as ``cp`` and ``torch.export.save``, not synced to disk unless ``durable=True``, which waits for
+    the disk before the output takes its name (a power loss then leaves the old file or the new).
     """
     from tracepack.io.files import atomic_output
 
@@ -358,7 +359,7 @@ def unpack_pt2_file(
     *,
     overwrite: bool = True,
     source: str | None = None,
-    durable: bool = True,
+    durable: bool = False,
 ) -> tuple[int, int]:
     """:func:`unpack_pt2` from file to file, streaming the weights; returns (input, output) bytes
     (``durable``: as :func:`pack_pt2_file`)."""

@@ -185,6 +185,7 @@ def save_pt2(
     pickle_protocol: int = 2,
     keep: Sequence[str] = (),
     strip: bool = False,
+    durable: bool = False,
 ) -> None:
     """See :func:`tracepack.torch.save`."""
     torch = importlib.import_module("torch")
@@ -210,7 +211,7 @@ def save_pt2(
     if isinstance(f, (str, os.PathLike)):
         from tracepack.container import atomic_write
 
-        atomic_write(os.fspath(f), data)
+        atomic_write(os.fspath(f), data, durable=durable)
     else:
         f.write(data)
 

@@ -349,11 +349,11 @@ def upgrade_pt2_file(
     dst: str | os.PathLike[str],
     *,
     overwrite: bool = True,
-    durable: bool = True,
+    durable: bool = False,
     source: str | None = None,
     through_torch: bool = False,
 ) -> tuple[int, int]:
-    """:func:`upgrade_pt2` from file to file (written atomically, synced unless ``durable=False``);
+    """:func:`upgrade_pt2` from file to file (written atomically; synced to disk when ``durable``);
     returns (input, output) bytes. An archive of any size is streamed: its weights are copied
     raw, never read into memory (unless ``through_torch``)."""
     from tracepack.io.files import atomic_output
