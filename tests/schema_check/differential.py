@@ -335,6 +335,10 @@ class _Sampler:
 
     def ref(self, f: Field, k: int, n: int, own: bool) -> int:
         null = f.null if f.null is not None else 0
+        if n == 0:  # the target is empty (a deprecated table, left out): only the null sentinel is valid
+            if null < 0:
+                return null
+            raise ValueError(f"{f.name} must refer to a row of {f.ref}, which a valid sample leaves empty")
         if null < 0 and k % 3 == 2:
             return null
         if own and not f.trie:
@@ -383,7 +387,7 @@ class _Sampler:
             elif f.ref is not None:
                 n = self.sizes[f.ref]
                 if f.type.kind == "list":
-                    args.append([self.ref(f, k + i, n, False) for i in range(3)])
+                    args.append([self.ref(f, k + i, n, False) for i in range(3 if n else 0)])
                 else:
                     args.append(self.ref(f, k, n, False))
             elif f.type.kind == "list" and (depth > 8 or k % 4 == 0 or self.empty(f, depth)):
@@ -428,7 +432,10 @@ class _Sampler:
     @property
     def sizes(self) -> dict[str, int]:
         return {
-            name: (len(self.strings) if t.type.kind == "list" else _ROWS)
+            # A deprecated target is left at its zero (absent, or an empty list): nothing to refer to.
+            name: 0
+            if t.deprecated and (t.optional or t.type.kind == "list")
+            else (len(self.strings) if t.type.kind == "list" else _ROWS)
             for name, t in self.schema.ref_targets().items()
         }
 

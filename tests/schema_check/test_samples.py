@@ -63,3 +63,20 @@ def test_a_reference_column_turned_scalar_holds_a_row(kind: str) -> None:
     )
     assert m is not None
     _agrees(m)
+
+
+def test_references_into_a_deprecated_table_are_left_empty() -> None:
+    """``Document.provenance`` deprecated: writers leave it out, so no node refers to a row of it
+    (``Node.from_node`` is an empty list)."""
+    s0 = base_schema()
+    s, f = _field(s0, "Document", "provenance")
+    assert f.optional
+    m = valid(
+        mutation(s0, set_field(s0, s, f, replace(f, deprecated=True)), ("FIELD_DEPRECATED", "Document.provenance"))
+    )
+    assert m is not None
+    _agrees(m)
+    for seed in SEEDS:
+        doc = sample(m.new, seed)
+        assert doc.provenance is None
+        assert all(node.from_node == [] for node in doc.graph.nodes)
