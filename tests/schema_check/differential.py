@@ -432,9 +432,10 @@ class _Sampler:
     @property
     def sizes(self) -> dict[str, int]:
         return {
-            # A deprecated target is left at its zero (absent, or an empty list): nothing to refer to.
+            # A deprecated optional table is left out by root(): nothing to refer to. (The string
+            # table is filled even when deprecated: root() takes it first.)
             name: 0
-            if t.deprecated and (t.optional or t.type.kind == "list")
+            if t.deprecated and t.optional and t.type.kind == "struct"
             else (len(self.strings) if t.type.kind == "list" else _ROWS)
             for name, t in self.schema.ref_targets().items()
         }
