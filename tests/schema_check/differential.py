@@ -255,8 +255,23 @@ class _Port:
                     continue
                 if x is None:
                     raise Incompatible(f"{sb.name}.{g.name} is absent")
+            self.meaning(x, f, g, sb.name)
             args.append(self.value(x, f.type, g.type))
         return getattr(self.gb.model, sb.name)(*args)
+
+    def meaning(self, x: Any, f: Field, g: Field, struct: str) -> None:
+        """A reference means the row it points at, not its number: read as a reference into another
+        table (``ref`` changed), or a pooled column read as one value per row (``pool`` changed, or
+        back), the same numbers stand for other data. Only null sentinels and empty lists mean the
+        same on both sides."""
+        if f.ref is not None and g.ref is not None:
+            same_target = self.id.member_of(self.b.root_struct.name, g.ref) == f.ref
+            null = f.null if f.null is not None else 0
+            held = [r for r in (x if isinstance(x, list) else [x]) if not (null < 0 and r == null)]
+            if not same_target and held:
+                raise Incompatible(f"{struct}.{g.name}: rows of {f.ref} read as rows of {g.ref}")
+        if f.pool != g.pool and isinstance(x, list) and x:
+            raise Incompatible(f"{struct}.{g.name}: a {'pooled' if f.pool else 'row'} column read as the other kind")
 
 
 def _default(f: Field, g: Generated, schema: Schema) -> Any:
@@ -387,7 +402,8 @@ class _Sampler:
             elif f.ref is not None:
                 n = self.sizes[f.ref]
                 if f.type.kind == "list":
-                    args.append([self.ref(f, k + i, n, False) for i in range(3 if n else 0)])
+                    # 2 or 3 by field: a plain struct's lists need not have one length (a table's do)
+                    args.append([self.ref(f, k + i, n, False) for i in range(3 - k % 2 if n else 0)])
                 else:
                     args.append(self.ref(f, k, n, False))
             elif f.type.kind == "list" and (depth > 8 or k % 4 == 0 or self.empty(f, depth)):
@@ -416,6 +432,8 @@ class _Sampler:
             return []
         if f.deprecated:
             return [_zero_of(f.type.item, self) for _ in range(_ROWS)]
+        if f.pool and self.seed == 3:
+            return []  # a pool may be empty in a table with rows (sources without lines): at its default
         own = any(t.type.name == s.name for t in self.schema.ref_targets().values() if t.name == f.ref)
         n = 2 if f.pool else self.rows(s)
         if f.ref is not None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from tests.schema_check.differential import CODECS, DEFAULT_SEEDS, SEEDS, cross_check, sample
-from tests.schema_check.mutations import Mutation, base_schema, set_field, valid
+from tests.schema_check.mutations import Mutation, base_schema, set_field, set_struct, valid
 from tests.schema_check.mutations import _m as mutation
 from tests.schema_check.test_rules import findings_of
 from tracepack.codegen.model import Field, Schema, Struct, TypeRef
@@ -80,3 +80,53 @@ def test_references_into_a_deprecated_table_are_left_empty() -> None:
         doc = sample(m.new, seed)
         assert doc.provenance is None
         assert all(node.from_node == [] for node in doc.graph.nodes)
+
+
+@pytest.mark.parametrize("target", ["modules", "strings"])
+def test_a_reference_into_another_table_means_other_rows(target: str) -> None:
+    """``ref`` changed: the numbers read back equal, but point at rows of another table. The
+    expected value follows what a reference means (its row), so every codec breaks, as the checker says."""
+    s0 = base_schema()
+    s, f = _field(s0, "DebugHandleTable", "stack")
+    m = valid(
+        mutation(s0, set_field(s0, s, f, replace(f, ref=target)), ("CONSTRAINT_CHANGED", "DebugHandleTable.stack"))
+    )
+    assert m is not None
+    assert cross_check(m.old, m.new, m.identity).broken == set(CODECS)
+    _agrees(m)
+
+
+def test_a_column_pooled_or_not_means_other_rows() -> None:
+    s0 = base_schema()
+    s, f = _field(s0, "DebugHandleTable", "stack")
+    m = valid(
+        mutation(s0, set_field(s0, s, f, replace(f, pool=True)), ("CONSTRAINT_CHANGED", "DebugHandleTable.stack"))
+    )
+    assert m is not None
+    _agrees(m)
+
+
+def test_an_empty_pool_shows_a_default_added_to_it() -> None:
+    """``SourceTable.lines`` (a pool) given the default ``[]``: writers that omit defaults (JSON)
+    leave an empty pool out, which older readers require; the samples hold an empty pool (seed 3)."""
+    s0 = base_schema()
+    s, f = _field(s0, "SourceTable", "lines")
+    assert f.pool
+    assert not f.has_default
+    g = replace(f, has_default=True, default=[])
+    m = valid(mutation(s0, set_field(s0, s, f, g), ("FIELD_DEFAULT_ADDED", "SourceTable.lines")))
+    assert m is not None
+    assert "json" in cross_check(m.old, m.new, m.identity).broken
+    _agrees(m)
+    assert sample(m.new, 3).sources.lines == []
+
+
+def test_a_plain_struct_may_hold_lists_of_other_lengths() -> None:
+    """``ModuleCallTable`` no longer a table: its writers may write columns of different lengths,
+    which older readers (checking one length) refuse; the samples do."""
+    s0 = base_schema()
+    s = s0.structs["ModuleCallTable"]
+    m = valid(mutation(s0, set_struct(s0, replace(s, table=False)), ("CONSTRAINT_LOOSENED", "ModuleCallTable")))
+    assert m is not None
+    assert cross_check(m.old, m.new, m.identity).broken == set(CODECS)
+    _agrees(m)
