@@ -87,3 +87,49 @@ fx_candidates = st.lists(
     ),
     max_size=30,
 )
+
+
+_SYMBOLS = ["Symbol('s27', positive=True, integer=True)", "Symbol('s52', positive=True, integer=True)", "Symbol('u0')"]
+
+
+@st.composite
+def srepr_exprs(draw: st.DrawFn, depth: int = 3) -> str:
+    """A sympy ``srepr`` spelling of an integer expression over a few symbols (what torch writes in
+    ``expr_str``), sometimes with an operation :func:`derive_hint` does not evaluate."""
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.one_of(st.sampled_from(_SYMBOLS), st.integers(-40, 40).map(lambda n: f"Integer({n})")))
+    op = draw(st.sampled_from(["Add", "Mul", "Pow", "FloorDiv", "Mod", "Max", "CeilToInt"]))
+    count = 2 if op in ("Pow", "FloorDiv", "Mod") else draw(st.integers(1, 3))
+    args = [draw(srepr_exprs(depth - 1)) for _ in range(count)]
+    return f"{op}({', '.join(args)})"
+
+
+@st.composite
+def hint_tables(draw: st.DrawFn) -> dict[str, Any]:
+    """A program's hint table: every symbol's hint, then expressions with their true hint, a wrong one
+    or none (torch records what the tracer saw; a wrong one must be kept, never derived)."""
+    from tracepack.torch.export.values import derive_hint
+
+    out: dict[str, Any] = {s: {"as_int": draw(st.integers(0, 9))} for s in _SYMBOLS}
+    for expr in draw(st.lists(srepr_exprs(), max_size=8)):
+        true = derive_hint(expr, out)
+        choice = draw(st.sampled_from(["true", "other", "none", "float"]))
+        if choice == "true" and true is not None:
+            out.setdefault(expr, {"as_int": true})
+        elif choice == "none":
+            out.setdefault(expr, None)
+        elif choice == "float":
+            out.setdefault(expr, {"as_float": 1.5})
+        else:
+            out.setdefault(expr, {"as_int": draw(st.integers(-9, 99))})
+    return out
+
+
+sym_int_lists = st.lists(
+    st.one_of(
+        st.integers(-(2**63), 2**63 - 1).map(lambda n: {"as_int": n}),
+        st.text(max_size=6).map(lambda s: {"as_name": s}),
+        st.sampled_from([{"as_int": True}, {"as_name": 3}, {"as_expr": "s0"}, {"as_int": 1, "as_name": "x"}]),
+    ),
+    max_size=6,
+)

@@ -11,10 +11,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.releases.samples import files, path, readback
-from tests.releases.strategies import FORMS, hints, old_module_stacks, typed_values
+from tests.releases.strategies import FORMS, hint_tables, hints, old_module_stacks, sym_int_lists, typed_values
+from tracepack.model import ArgGeneric
 from tracepack.torch.archives import import_archive
+from tracepack.torch.export.model_json import _argument_json, _argument_json_2, _compact_sym_ints
 from tracepack.torch.export.upgrade import _module_stack_v1
-from tracepack.torch.export.values import ValueForm, decode_value, detect_form, encode_value
+from tracepack.torch.export.values import (
+    ValueForm,
+    decode_value,
+    derivable_hints,
+    derive_hint,
+    detect_form,
+    encode_value,
+)
 
 EXPORTS = files("export")
 #: torch's dtype names -> torch.export's ScalarType names.
@@ -84,3 +93,68 @@ def test_value_forms_round_trip(data: st.DataObject, form: ValueForm) -> None:
 def test_torch_2_1_module_stacks_become_todays(entries: list[tuple[str, str, str]]) -> None:
     old = ";".join(f"{k}:(L['self']{'.' + p if p else ''},{t})" for k, p, t in entries)
     assert _module_stack_v1(old) == ";".join(f"{k},{p},{t}" for k, p, t in entries)
+
+
+def _spell(form: ValueForm, exprs: list[str]) -> list[Any]:
+    typed = {
+        "dtype": "FLOAT",
+        "shape": exprs,
+        "strides": [1] * len(exprs),
+        "device": "cpu",
+        "requires_grad": False,
+        "storage_offset": 0,
+        "layout": "",
+    }
+    return [x["as_expr"]["hint"] for x in encode_value(typed, form)["sizes"]]
+
+
+@given(table=hint_tables())
+def test_derived_hints_spell_every_hint_back(table: dict[str, Any]) -> None:
+    """A table without its derivable hints spells every expression's hint as the full table does."""
+    reduced = derivable_hints(table)
+    exprs = list(table)
+    full = _spell(ValueForm(hints=dict(table)), exprs)
+    assert full == [table[e] for e in exprs]
+    if reduced is None:
+        return
+    assert len(reduced) < len(table)
+    assert list(reduced) == [e for e in table if e in reduced]
+    assert all(reduced[e] == table[e] for e in reduced)
+    assert _spell(ValueForm(hints=dict(reduced), derived=True), exprs) == full
+    # what a build without derivation would have written: the dropped hints null, so it must refuse
+    assert _spell(ValueForm(hints=dict(reduced)), exprs) != full
+
+
+def test_derive_hint_evaluates_srepr() -> None:
+    s27 = "Symbol('s27', positive=True, integer=True)"
+    hints = {s27: {"as_int": 6}}
+    assert derive_hint(f"Mul(Integer(16), {s27})", hints) == 96
+    assert derive_hint(f"Mul(Integer(2), Pow({s27}, Integer(2)))", hints) == 72
+    assert derive_hint(f"Add({s27}, Integer(-1))", hints) == 5
+    assert derive_hint(f"FloorDiv({s27}, Integer(4))", hints) == 1
+    assert derive_hint(f"Mod({s27}, Integer(4))", hints) == 2
+    assert derive_hint("Symbol('s1', positive=True, integer=True)", hints) is None  # no hint for s1
+    assert derive_hint(f"Max({s27}, Integer(2))", hints) is None  # not evaluated
+    assert derive_hint(f"Mul(Integer(16), {s27}", hints) is None  # unbalanced
+    assert derive_hint(f"Mul(Integer(16), {s27}) ", hints) is None  # trailing text
+    assert derive_hint(f"FloorDiv({s27}, Integer(0))", hints) is None
+    assert derive_hint("Pow(Integer(2), Integer(99))", hints) is None  # past 62 bits
+    assert derive_hint("Mul(" * 100 + "Integer(1)" + ", Integer(1))" * 100, hints) is None  # too deep
+
+
+@given(items=sym_int_lists)
+def test_compact_sym_ints_round_trip(items: list[Any]) -> None:
+    """Layout 2's ``as_sym_ints`` list spells torch's argument back exactly, or is not used."""
+    arg = {"as_sym_ints": items}
+    compact = _compact_sym_ints(arg)
+    plain = all(
+        len(x) == 1 and (("as_int" in x and type(x["as_int"]) is int) or ("as_name" in x and type(x["as_name"]) is str))
+        for x in items
+    )
+    assert (compact is not None) == plain
+    if compact is None:
+        return
+    strings = ["", "as_sym_ints", json.dumps(compact)]
+    stored = ArgGeneric(1, 2)
+    assert json.dumps(_argument_json_2(strings, stored)) == json.dumps(arg)
+    assert _argument_json(strings, stored) != arg or not items  # a build without layout 2 misspells it

@@ -10,6 +10,7 @@ import pytest
 
 import tracepack
 from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tracepack import interned_json
 from tracepack.cli import main
 from tracepack.torch.archives import import_archive
 from tracepack.torch.export.model_json import export_model_json
@@ -78,3 +79,24 @@ def test_cli_convert_expand_pt2(name: str, tmp_path: Path, capsys: pytest.Captur
     program = torch.export.load(rebuilt)
     assert len(program.graph.nodes) > 0
     capsys.readouterr()
+
+
+def test_dynamic_program_uses_nodes_layout_2() -> None:
+    """torch's dynamic-shape export: derivable hints left out, ``as_sym_ints`` lists compact, under a
+    name builds before layout 2 do not find (they refuse the file instead of writing ``"hint": null``);
+    model.json back byte for byte through every codec."""
+    path = CORPUS / "dynamic.pt2"
+    original = json.loads(model_json(path))
+    doc = import_archive(str(path), path.read_bytes())
+    names = [e.name for e in doc.raw.extensions]
+    assert "torch.export/nodes-2" in names
+    assert "torch.export/nodes" not in names
+    exprs = [doc.strings[i] for v in doc.raw.graph.values for i in [*v.sym_shape, *v.sym_strides] if i]
+    assert exprs
+    nodes = next(e for e in doc.raw.extensions if e.name == "torch.export/nodes-2")
+    stored = interned_json.fill_value(nodes.template, nodes.refs, doc.raw.strings)
+    assert 0 < len(stored["values"]["hints"]) < len(set(exprs))
+    round_trips(path)
+    static = CORPUS / "cnn.pt2"
+    assert "torch.export/nodes" in [e.name for e in import_archive(str(static), static.read_bytes()).raw.extensions]
+    assert original["graph_module"]["graph"]["tensor_values"]

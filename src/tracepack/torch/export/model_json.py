@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from tracepack import interned_json, program_tables, string_order
@@ -32,7 +33,7 @@ from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
-from tracepack.torch.export.values import ValueForm, decode_value, detect_form, encode_value
+from tracepack.torch.export.values import ValueForm, decode_value, derivable_hints, detect_form, encode_value
 from tracepack.traces import FrameKey
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "export_program", "import_model_json", "is_model_json"]
@@ -44,6 +45,14 @@ def _release_key(release: str) -> tuple[int, ...]:
 
 PROGRAM_EXTENSION = program_tables.PROGRAM_EXTENSION
 NODES_EXTENSION = "torch.export/nodes"
+#: Layout 2 of the nodes extension, a new name so that builds before it refuse the file (they find
+#: no ``torch.export/nodes`` extension) instead of misreading it: the value form leaves out the hints
+#: :func:`tracepack.torch.export.values.derivable_hints` drops (older builds would spell them ``null``),
+#: and an ``as_sym_ints`` argument of names and integers is stored as a plain list,
+#: ``["sym_size_int_2", 3]`` for ``[{"as_name": "sym_size_int_2"}, {"as_int": 3}]``
+#: (:func:`_compact_sym_ints`). Written only when one of them saves bytes.
+NODES_EXTENSION_DERIVED = "torch.export/nodes-2"
+_NODES_EXTENSIONS = (NODES_EXTENSION, NODES_EXTENSION_DERIVED)
 #: Programs of at most this many nodes get their string table grouped by field
 #: (:func:`tracepack.string_order.group_strings`): on the size ladder that makes the best codec +
 #: zstd -19 + dictionary 7-10% smaller from 8 to 133 nodes; from about 450 nodes on the import's
@@ -164,6 +173,37 @@ def _typed_argument(b: DocumentBuilder, arg: Any) -> m.Argument:
             return m.ArgSymInt(s(v["as_name"]))
         return m.ArgGeneric(s(kind), s(_dumps(v)))
     return m.ArgGeneric(0, b.string(_dumps(arg)))
+
+
+def _compact_sym_ints(arg: Any) -> list[str | int] | None:
+    """``[{"as_name": "s"}, {"as_int": 3}]`` (an ``as_sym_ints`` list) as ``["s", 3]``; None when an
+    element is anything else."""
+    if type(arg) is not dict or len(arg) != 1 or type(arg.get("as_sym_ints")) is not list:
+        return None
+    out: list[str | int] = []
+    for x in arg["as_sym_ints"]:
+        if type(x) is not dict or len(x) != 1:
+            return None
+        v = x.get("as_name") if "as_name" in x else x.get("as_int")
+        if not (("as_name" in x and type(v) is str) or ("as_int" in x and type(v) is int)):
+            return None
+        out.append(v)
+    return out
+
+
+def _argument_json_2(s: list[str], a: m.Argument) -> Any:
+    """:func:`_argument_json` for layout 2 of the nodes extension (compact ``as_sym_ints`` lists)."""
+    value = _argument_json(s, a)
+    if isinstance(a, m.ArgGeneric) and a.variant and s[a.variant] == "as_sym_ints" and type(value) is dict:
+        items = value["as_sym_ints"]
+        if type(items) is not list or any(type(x) not in (str, int) for x in items):
+            raise DecodeError(
+                "an as_sym_ints argument is not a list of names and integers",
+                where=f"$.strings[{a.json}]",
+                expected='a list such as ["sym_size_int_2", 3] (layout 2 of the torch.export nodes)',
+            )
+        value = {"as_sym_ints": [{"as_name": x} if type(x) is str else {"as_int": x} for x in items]}
+    return value
 
 
 def _argument_json(s: list[str], a: m.Argument) -> Any:
@@ -427,8 +467,15 @@ class _Importer:
         doc = b.build()
         doc.raw.signature, doc.raw.module_calls = signature, calls
         layout: dict[str, Any] = {"keys": self.keys}
-        if self.value_form.to_json():
-            layout["values"] = self.value_form.to_json()
+        nodes_extension = NODES_EXTENSION
+        form = self.value_form
+        reduced = derivable_hints(form.hints) if form.hints else None
+        if reduced is not None:
+            form = replace(form, hints=reduced, derived=True)
+        if reduced is not None or self.compact_args:
+            nodes_extension = NODES_EXTENSION_DERIVED
+        if form.to_json():
+            layout["values"] = form.to_json()
         if self.input_keys != ["name", "arg", "kind"]:
             layout["input_keys"] = self.input_keys
         if self.co is not None:
@@ -442,8 +489,8 @@ class _Importer:
                 doc.raw.extensions[-1] = m.Extension(PROGRAM_EXTENSION, _dumps(skeleton))
         if self.nested and self.graphs:
             layout["graphs"] = self.graphs
-        self._check(doc, layout)
-        doc.raw.extensions.append(m.Extension(NODES_EXTENSION, _dumps(layout)))
+        self._check(doc, layout, nodes_extension == NODES_EXTENSION_DERIVED)
+        doc.raw.extensions.append(m.Extension(nodes_extension, _dumps(layout)))
         _share(doc.raw)
         return doc
 
@@ -535,12 +582,19 @@ class _Importer:
             if list(arg) != ["as_graph"]:  # schemas 1-2 write every union member, null but this one
                 inner["union_keys"] = list(arg)
             return m.ArgGeneric(self.b.string("as_graph"), self.b.string(_dumps(inner)))
+        compact = _compact_sym_ints(arg)
+        if compact is not None:
+            self.compact_args += 1
+            return m.ArgGeneric(self.b.string("as_sym_ints"), self.b.string(_dumps(compact)))
         return _typed_argument(self.b, arg)
 
-    def _check(self, doc: Document, layout: dict[str, Any]) -> None:
+    compact_args = 0
+
+    def _check(self, doc: Document, layout: dict[str, Any], layout_2: bool) -> None:
         """Rebuild every typed node; keep the ones that do not come back equal verbatim."""
         renderer = _MetaRenderer(doc)
         strings, stored = doc.raw.strings, doc.raw.graph.nodes
+        argument = (lambda a: _argument_json_2(strings, a)) if layout_2 else None
         extras_of: dict[str, Any] = {}
         nested_holders = set()
         if self.nested:
@@ -553,7 +607,14 @@ class _Importer:
             if i in nested_holders:
                 continue  # checked with the whole file
             rebuilt = _node_json(
-                strings, renderer, stored[i], self.keys, extras, prefix=self.prefixes[i], input_keys=self.input_keys
+                strings,
+                renderer,
+                stored[i],
+                self.keys,
+                extras,
+                prefix=self.prefixes[i],
+                input_keys=self.input_keys,
+                arg=argument,
             )
             if _dumps(rebuilt) != _dumps(n):
                 self.whole[str(i)] = n
@@ -661,7 +722,7 @@ def _share(raw: m.Document) -> None:
         return i
 
     for i, e in enumerate(raw.extensions):
-        if e.name in (PROGRAM_EXTENSION, NODES_EXTENSION) and not e.template:
+        if (e.name == PROGRAM_EXTENSION or e.name in _NODES_EXTENSIONS) and not e.template:
             parts = interned_json.split(e.json, intern)
             if parts is not None:
                 raw.extensions[i] = m.Extension(e.name, "", parts[0], parts[1])
@@ -677,9 +738,9 @@ class _MetaRenderer:
         return self.doc.node_meta(node)
 
 
-def _extension(doc: Document, name: str) -> Any:
+def _extension(doc: Document, name: str, *also: str) -> Any:
     for i, e in enumerate(doc.raw.extensions):
-        if e.name == name:
+        if e.name == name or e.name in also:
             if e.template:
                 return interned_json.fill_value(e.template, e.refs, doc.raw.strings, where=f"$.extensions[{i}]")
             return json_value(e.json, f"$.extensions[{i}].json")
@@ -705,11 +766,13 @@ def _export(doc: Document) -> str:
 
 def export_program(doc: Document) -> Any:
     """The ``model.json`` a document was imported from, as the parsed JSON value (no text in between)."""
-    return _Exporter(doc, _extension(doc, PROGRAM_EXTENSION), _extension(doc, NODES_EXTENSION)).run()
+    derived = any(e.name == NODES_EXTENSION_DERIVED for e in doc.raw.extensions)
+    nodes = _extension(doc, NODES_EXTENSION, NODES_EXTENSION_DERIVED)
+    return _Exporter(doc, _extension(doc, PROGRAM_EXTENSION), nodes, derived=derived).run()
 
 
 class _Exporter:
-    def __init__(self, doc: Document, program: Any, layout: Any) -> None:
+    def __init__(self, doc: Document, program: Any, layout: Any, *, derived: bool = False) -> None:
         self.doc = doc
         self.program = program
         self.s = doc.raw.strings
@@ -721,7 +784,7 @@ class _Exporter:
         self.whole = layout["whole"]
         self.graphs: list[list[int]] = layout.get("graphs", [])
         self.co = layout.get("co_fileinfo")
-        self.value_form = ValueForm.from_json(layout.get("values"))
+        self.value_form = replace(ValueForm.from_json(layout.get("values")), derived=derived)
         self.nested = "graphs" in layout
         self.node = 0
         self.value = 0
@@ -786,7 +849,7 @@ class _Exporter:
         graph["nodes"] = nodes
 
     def _argument(self, a: m.Argument, owner: str) -> Any:
-        value = _argument_json(self.s, a)
+        value = _argument_json_2(self.s, a) if self.value_form.derived else _argument_json(self.s, a)
         if self.nested and isinstance(a, m.ArgGeneric) and self.s[a.variant] == "as_graph":
             sub = value["as_graph"]
             keys = sub.pop("union_keys", None)

@@ -19,14 +19,32 @@ torch        form
 Symbolic sizes carry the hint torch recorded (``s0`` with hint 3): hints are kept per
 expression for the whole program (:attr:`ValueForm.hints`); a value whose hints disagree with
 that table is kept as JSON instead, so nothing is ever rebuilt differently.
+
+Most hints follow from others: ``Mul(Integer(16), Symbol('s27', ...))`` has 16 times the hint of
+``Symbol('s27', ...)``. :func:`derivable_hints` drops every ``{"as_int": n}`` hint that
+:func:`derive_hint` computes back exactly from the hints left (sympy's ``srepr`` spelling of
+``Integer``, ``Add``, ``Mul``, ``Pow``, ``FloorDiv`` and ``Mod``, evaluated on the integers, no
+sympy needed); such a table is marked :attr:`ValueForm.derived` (by its container: the torch.export
+importer names the extension that holds it differently), and a hint missing from it is derived
+when the value is spelled back.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["DTYPES", "LAYOUTS", "ValueForm", "decode_value", "detect_form", "encode_value"]
+__all__ = [
+    "DTYPES",
+    "LAYOUTS",
+    "ValueForm",
+    "decode_value",
+    "derivable_hints",
+    "derive_hint",
+    "detect_form",
+    "encode_value",
+]
 
 # torch's ScalarType codes (torch/_export/serde/schema.py) <-> names stored in Value.dtype.
 DTYPES = {
@@ -54,6 +72,17 @@ class ValueForm:
     device_index: bool = True
     offset_int: bool = False
     hints: dict[str, Any] = field(default_factory=dict)
+    #: Whether :attr:`hints` leaves out the hints :func:`derive_hint` computes (see the module docstring).
+    derived: bool = False
+
+    def hint(self, expr: str) -> Any:
+        """The hint of ``expr``: stored, else derived when :attr:`derived` (None: no hint)."""
+        if expr in self.hints or not self.derived:
+            return self.hints.get(expr)
+        value = derive_hint(expr, self.hints)
+        hint = None if value is None else {"as_int": value}
+        self.hints[expr] = hint  # remembered: the next value with this expression looks it up
+        return hint
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -227,7 +256,7 @@ def _sym_json(v: int | str, form: ValueForm) -> Any:
     if isinstance(v, int):
         member: tuple[str, Any] = ("as_int", v)
     else:
-        member = ("as_expr", {"expr_str": v, "hint": _hint_json(form.hints.get(v), form)})
+        member = ("as_expr", {"expr_str": v, "hint": _hint_json(form.hint(v), form)})
     if form.sym_members is None:
         return {member[0]: member[1]}
     return {k: member[1] if k == member[0] else None for k in form.sym_members}
@@ -259,3 +288,109 @@ def encode_value(typed: dict[str, Any], form: ValueForm) -> Any:
         "layout": LAYOUT_CODES[typed["layout"]] if typed["layout"] else STRIDED,
     }
     return {"meta": meta} if form.wrapped else meta
+
+
+# -- derived hints --------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"(Integer|Symbol|Add|Mul|Pow|FloorDiv|Mod)\(")
+_INTEGER = re.compile(r"Integer\((-?[0-9]{1,18})\)")
+_SYMBOL = re.compile(r"Symbol\('[A-Za-z_][A-Za-z0-9_]*'(, [a-z_]+=(True|False))*\)")
+_MAX_DEPTH = 32
+_MAX_INT = 1 << 62
+
+
+class _NotDerivable(Exception):
+    pass
+
+
+def _int_hint(hint: Any) -> int | None:
+    if type(hint) is dict and len(hint) == 1 and type(hint.get("as_int")) is int:
+        return int(hint["as_int"])
+    return None
+
+
+def _eval(text: str, at: int, hints: dict[str, Any], depth: int) -> tuple[int, int]:
+    """``(value, end)`` of the srepr expression starting at ``at``; a stored hint wins over evaluation."""
+    if depth > _MAX_DEPTH:
+        raise _NotDerivable
+    integer = _INTEGER.match(text, at)
+    if integer is not None:
+        return int(integer.group(1)), integer.end()
+    symbol = _SYMBOL.match(text, at)
+    if symbol is not None:
+        value = _int_hint(hints.get(symbol.group()))
+        if value is None:
+            raise _NotDerivable
+        return value, symbol.end()
+    head = _TOKEN.match(text, at)
+    if head is None or head.group(1) in ("Integer", "Symbol"):
+        raise _NotDerivable
+    args: list[int] = []
+    pos = head.end()
+    while True:
+        value, pos = _eval(text, pos, hints, depth + 1)
+        args.append(value)
+        if text.startswith(", ", pos):
+            pos += 2
+            continue
+        if text.startswith(")", pos):
+            pos += 1
+            break
+        raise _NotDerivable
+    stored = _int_hint(hints.get(text[at:pos]))
+    if stored is not None:
+        return stored, pos
+    return _apply(head.group(1), args), pos
+
+
+def _apply(op: str, args: list[int]) -> int:
+    if op == "Add" and len(args) >= 2:
+        result = sum(args)
+    elif op == "Mul" and len(args) >= 2:
+        result = 1
+        for a in args:
+            result *= a
+            if abs(result) > _MAX_INT:
+                raise _NotDerivable
+    elif op == "Pow" and len(args) == 2 and 0 <= args[1] <= 64 and abs(args[0]) <= _MAX_INT:
+        result = 1
+        for _ in range(args[1]):
+            result *= args[0]
+            if abs(result) > _MAX_INT:
+                raise _NotDerivable
+    elif op in ("FloorDiv", "Mod") and len(args) == 2 and args[1] > 0:
+        result = args[0] // args[1] if op == "FloorDiv" else args[0] % args[1]
+    else:
+        raise _NotDerivable
+    if abs(result) > _MAX_INT:
+        raise _NotDerivable
+    return result
+
+
+def derive_hint(expr: str, hints: dict[str, Any]) -> int | None:
+    """The integer hint of a sympy ``srepr`` expression computed from ``hints`` (each symbol's, or
+    any sub-expression's stored one); None when it cannot be computed."""
+    try:
+        value, end = _eval(expr, 0, hints, 0)
+    except _NotDerivable:
+        return None
+    return value if end == len(expr) else None
+
+
+def derivable_hints(hints: dict[str, Any]) -> dict[str, Any] | None:
+    """``hints`` without the ones :func:`derive_hint` gives back exactly from what is left (in the same
+    order), or None when none can be left out."""
+    kept = dict(hints)
+    for expr, hint in hints.items():
+        value = _int_hint(hint)
+        if value is None:
+            continue
+        del kept[expr]
+        if derive_hint(expr, kept) != value:
+            kept[expr] = hint
+    if len(kept) == len(hints):
+        return None
+    kept = {k: v for k, v in hints.items() if k in kept}
+    if any(k not in kept and derive_hint(k, kept) != _int_hint(v) for k, v in hints.items()):
+        return None
+    return kept
