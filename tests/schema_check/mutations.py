@@ -833,7 +833,15 @@ def chain_field_reused(draw: st.DrawFn) -> Mutation:
     again = new_field(name, gone.id, t, default=default)
     rule = "FIELD_NAME_REUSED" if same_name else "FIELD_ID_REUSED"
     new = set_fields(s0, s, [*s.fields[:-1], again])
-    return Chain(s0, new, frozenset({(rule, _where(s, again))}), Identity(), middle)
+    return Chain(
+        s0, new, frozenset({(rule, _where(s, again))}), retired(s.name, gone.name) if same_name else Identity(), middle
+    )
+
+
+def retired(struct: str, name: str) -> Identity:
+    """The field ``name`` of OLD and the field of that name in NEW are two members, not one: the
+    release in between retired it (a reader of either side finds no counterpart in the other)."""
+    return Identity(members=(((struct, name), f"{name}~retired"), ((struct, f"{name}~new"), name)))
 
 
 @st.composite

@@ -10,7 +10,17 @@ from dataclasses import replace
 import pytest
 
 from tests.schema_check.differential import CODECS, DEFAULT_SEEDS, SEEDS, cross_check, sample
-from tests.schema_check.mutations import Mutation, base_schema, set_field, set_struct, valid
+from tests.schema_check.mutations import (
+    Chain,
+    Mutation,
+    base_schema,
+    new_field,
+    retired,
+    set_field,
+    set_fields,
+    set_struct,
+    valid,
+)
 from tests.schema_check.mutations import _m as mutation
 from tests.schema_check.test_rules import findings_of
 from tracepack.codegen.model import Field, Schema, Struct, TypeRef
@@ -130,3 +140,20 @@ def test_a_plain_struct_may_hold_lists_of_other_lengths() -> None:
     assert m is not None
     assert cross_check(m.old, m.new, m.identity).broken == set(CODECS)
     _agrees(m)
+
+
+@pytest.mark.parametrize("kind", ["u32", "i64", "f64"])
+def test_a_name_retired_then_reused_is_another_field(kind: str) -> None:
+    """``Version.minor`` removed in a release, then back (same name and id) as a wider integer with a
+    default: the old files' minor is not the new field's, so reading it (MessagePack by id, JSON and
+    the column codecs by name) reads something else, as the checker says."""
+    s0 = base_schema()
+    s, gone = _field(s0, "Version", "minor")
+    middle = set_fields(s0, s, [f for f in s.fields if f is not gone])
+    default = {"u32": 0, "i64": -1, "f64": 0.5}[kind]
+    again = new_field("minor", gone.id, TypeRef("scalar", kind), default=default)
+    new = set_fields(s0, s, [*(f for f in s.fields if f is not gone), again])
+    m = valid(Chain(s0, new, frozenset({("FIELD_NAME_REUSED", "Version.minor")}), retired("Version", "minor"), middle))
+    assert m is not None
+    _agrees(m)
+    assert {"json", "msgpack", "columnar"} <= cross_check(m.old, m.new, m.identity).broken
