@@ -100,3 +100,24 @@ def test_a_lowered_budget_is_exact_on_a_real_document(codec: str) -> None:
     assert str(err.value).startswith("m.tpk: ")
     with limits.raised(max_depth=depth):
         assert tracepack.loads(data, source="m.tpk") == model
+
+
+@given(value=nested_values(), spread=st.integers(-3, 3), protocol=st.integers(0, 4))
+def test_pickle_depth_refusal_matches_the_reference(value: object, spread: int, protocol: int) -> None:
+    """The data-only pickle reader counts depth as it reads (iteratively): a lowered ``max_depth``
+    budget applies to it exactly. Pickles written by the standard library (lists, dicts, scalars)."""
+    import pickle
+
+    from tracepack.errors import LegacyFormatError
+    from tracepack.torch.torchscript.pickle_reader import read_pickle
+
+    data = pickle.dumps(value, protocol=protocol)
+    depth = reference_depth(value)
+    budget = max(1, depth + spread)
+    with limits.raised(max_depth=budget):
+        if depth > budget:
+            with pytest.raises(LegacyFormatError, match="max_depth") as err:
+                read_pickle(data, source="v.pkl")
+            assert str(err.value).startswith("v.pkl: at byte ")
+        else:
+            assert read_pickle(data, source="v.pkl") == value

@@ -84,7 +84,8 @@ class PickleLimits:
     max_input_bytes: int = 256 * 1024 * 1024
     """Refuse inputs larger than this outright."""
     max_depth: int = 500
-    """Deepest nesting of tuples/lists/dicts in the result."""
+    """Deepest nesting of tuples/lists/dicts in the result (or the ``max_depth`` budget of
+    :mod:`tracepack.io.limits`, where that is lower)."""
     max_memo: int = 1_000_000
     """Most distinct memo slots."""
     max_int_bytes: int = 1024
@@ -234,6 +235,7 @@ class _Reader:
         "keep",
         "limits",
         "marks",
+        "max_depth",
         "max_objects",
         "memo",
         "op",
@@ -268,6 +270,8 @@ class _Reader:
         # Expanded size of every container by id: itself plus all it holds, shared parts counted per use.
         self.sizes: dict[int, int] = {}
         self.max_objects = budget.current().max_pickle_objects if limits.max_objects is None else limits.max_objects
+        # The caller's max_depth budget applies where it is lower than the reader's own cap.
+        self.max_depth = min(limits.max_depth, budget.current().max_depth)
         self.keep: list[object] = []
         # ids of lists/dicts that can no longer change (shared or nested).
         self.frozen: set[int] = set()
@@ -373,6 +377,13 @@ class _Reader:
                 raise self.fail("a GLOBAL reference used as data", expected="REDUCE to apply it")
         return deepest, total
 
+    def too_deep(self) -> LegacyFormatError:
+        if self.max_depth < self.limits.max_depth:  # the caller's lowered budget
+            return self.fail(
+                f"nesting deeper than {self.max_depth}", expected=f"shallower nesting, {budget.hint('max_depth')}"
+            )
+        return self.fail(f"nesting deeper than {self.max_depth}")
+
     def _check_size(self, size: int) -> None:
         if size > self.max_objects:
             raise self.fail(
@@ -387,8 +398,8 @@ class _Reader:
         child_size: int = 0,
     ) -> None:
         d = child_depth + 1
-        if d > self.limits.max_depth:
-            raise self.fail(f"nesting deeper than {self.limits.max_depth}")
+        if d > self.max_depth:
+            raise self.too_deep()
         self._check_size(child_size + 1)
         self.depth[id(value)] = d
         self.sizes[id(value)] = child_size + 1
@@ -403,8 +414,8 @@ class _Reader:
                 "a list or dict is changed after it was shared or nested (recursive structures are not supported)"
             )
         d = child_depth + 1
-        if d > self.limits.max_depth:
-            raise self.fail(f"nesting deeper than {self.limits.max_depth}")
+        if d > self.max_depth:
+            raise self.too_deep()
         if d > self.depth.get(ident, 1):
             self.depth[ident] = d
         size = self.sizes.get(ident, 1) + child_size
