@@ -63,13 +63,17 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     """``tracepack upgrade OLD.pt2 NEW.pt2``: a program any torch release wrote, for today's torch."""
     from tracepack.torch.upgrade import upgrade_pt2, upgrade_pt2_file
 
-    through = bool(args.through_torch)
+    through, trust = bool(args.through_torch), bool(args.trust_pickles)
     if args.src != "-" and args.dst != "-":
         return _run_files(
             args,
-            lambda s, d: upgrade_pt2_file(s, d, overwrite=args.force, durable=args.fsync, through_torch=through),
+            lambda s, d: upgrade_pt2_file(
+                s, d, overwrite=args.force, durable=args.fsync, through_torch=through, trust_pickles=trust
+            ),
         )
-    return _run(args, lambda data: upgrade_pt2(data, source=display(args.src), through_torch=through))
+    return _run(
+        args, lambda data: upgrade_pt2(data, source=display(args.src), through_torch=through, trust_pickles=trust)
+    )
 
 
 def register(sub: Any) -> None:
@@ -105,6 +109,13 @@ def register(sub: Any) -> None:
         action="store_true",
         help="load the program into torch and write it with torch.export.save (holds every weight in "
         "memory); by default the archive is streamed, its weights copied raw",
+    )
+    g.add_argument(
+        "--trust-pickles",
+        action="store_true",
+        help="keep weights/constants stored as pickles that need more than torch's weights_only "
+        "unpickler (tensor subclasses, torchbind and opaque objects): torch.export.load of the output "
+        "runs them, so only for a file you trust (refused by default)",
     )
     add_fsync(g)
     add_force(g)

@@ -174,7 +174,7 @@ def load(
     from tracepack.torch.upgrade import load_if_old
 
     _torch()  # first: without torch, the ImportError that names the extra (tests/ux/test_api.py)
-    old = load_if_old(f)  # torch 2.1-2.7's flat archives and older schemas: upgraded first
+    old = load_if_old(f, trust_pickles=trust_pickles)  # torch 2.1-2.7's flat archives and older schemas: upgraded first
     if old is not None:
         return old
     return load_pt2(

@@ -33,6 +33,13 @@ example inputs copied raw as the sample inputs (checked by the same unpickler fi
 loader would fall back to a full unpickle), ``extra_files/`` as ``extra/``, and the archive's
 version members (:func:`_write_flat`). ``through_torch=True`` loads the program (steps 1-5) and
 saves it with ``torch.export.save`` instead, holding the weights in memory.
+
+Pickled payloads torch 2.9+'s configs name (``use_pickle`` weights and tensor constants,
+torchbind ``custom_obj_<n>`` and opaque ``opaque_obj_<n>`` constants), which ``torch.export.load``
+unpickles in full, are checked before they are copied (:func:`_check_pickled_payloads`): a plain
+tensor that torch's ``weights_only`` unpickler reads on ``meta`` storages passes, anything else is
+refused naming the member, unless ``trust_pickles=True`` (CLI ``--trust-pickles``, the flag
+:func:`tracepack.torch.load` takes).
 """
 
 from __future__ import annotations
@@ -172,7 +179,7 @@ def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
     return None
 
 
-def load_upgraded(data: bytes, *, source: str) -> Any:
+def load_upgraded(data: bytes, *, source: str, trust_pickles: bool = False) -> Any:
     """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch."""
     from tracepack.torch import pt2
 
@@ -187,14 +194,14 @@ def load_upgraded(data: bytes, *, source: str) -> Any:
         except ValueError as exc:
             raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
         if layout == "package":
-            return _load_package(data, program, source=source, where=where)
+            return _load_package(data, program, source=source, where=where, trust_pickles=trust_pickles)
         state_dict = _weights_only(archive, layouts.FLAT_STATE_DICT, "the weights")
         constants = _weights_only(archive, ("serialized_constants.pt", "serialized_constants.json"), "the constants")
         example_inputs = _weights_only(archive, (layouts.FLAT_EXAMPLE_INPUTS,), "the example inputs")
     return _deserialize(program, state_dict or {}, constants or {}, example_inputs, where=where)
 
 
-def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
+def load_if_old(f: str | os.PathLike[str] | IO[bytes], *, trust_pickles: bool = False) -> Any:
     """The upgraded program when ``f`` needs the upgrade (:func:`needs_upgrade`), else ``None``
     (a seekable stream is left where it was).
 
@@ -213,7 +220,7 @@ def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
                     return None
             except LegacyFormatError:
                 return None
-        return load_upgraded(read_input(name), source=name)
+        return load_upgraded(read_input(name), source=name, trust_pickles=trust_pickles)
     if not f.seekable():
         return None
     name = str(getattr(f, "name", "<stream>"))
@@ -224,10 +231,10 @@ def load_if_old(f: str | os.PathLike[str] | IO[bytes]) -> Any:
         old = needs_upgrade(data, source=name)
     except LegacyFormatError:
         return None  # not an archive: the loader says so in its words
-    return load_upgraded(data, source=name) if old else None
+    return load_upgraded(data, source=name, trust_pickles=trust_pickles) if old else None
 
 
-def _load_package(data: bytes, program: Any, *, source: str, where: str) -> Any:
+def _load_package(data: bytes, program: Any, *, source: str, where: str, trust_pickles: bool = False) -> Any:
     """A ``<top>/models/`` archive (torch 2.6+, schema 8.x): the program upgraded to the installed
     torch's minor in place, the weights read by tracepack's loader."""
     from tracepack.torch import pt2
@@ -236,7 +243,9 @@ def _load_package(data: bytes, program: Any, *, source: str, where: str) -> Any:
     upgraded = _upgraded(program, where=where)
     with open_archive(data, source=source) as archive:
         rebuilt = pt2.replace_program(archive, json.dumps(upgraded).encode())
-    return load_pt2(io.BytesIO(rebuilt))
+    stream = io.BytesIO(rebuilt)
+    stream.name = source  # errors name the file, not "<stream>"
+    return load_pt2(stream, trust_pickles=trust_pickles)
 
 
 def _upgraded(program: Any, *, where: str) -> Any:
@@ -322,18 +331,21 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
     return deserialize(serialized, state_dict, constants, example_inputs, source=where)
 
 
-def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False) -> bytes:
+def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False, trust_pickles: bool = False) -> bytes:
     """The ``.pt2`` ``data`` (any torch release's) upgraded for the installed torch: a file its
     ``torch.export.load`` reads. The archive (either layout) is rewritten member by member (see
     the module docstring); with ``through_torch`` it is loaded and saved again with
-    ``torch.export.save``."""
+    ``torch.export.save``. Every pickled member the output keeps is checked first (torch's
+    ``weights_only`` unpickler, ``meta`` storages) and torchbind/opaque objects are refused:
+    ``torch.export.load`` unpickles them in full. ``trust_pickles=True`` copies them unchecked
+    (streamed) or loads them as torch does (``through_torch``): only for files you trust."""
     if not through_torch:
         with open_archive(data, source=source) as archive:
             if _streamable(archive):
                 out = io.BytesIO()
-                _write_streamed(archive, out)
+                _write_streamed(archive, out, trust_pickles=trust_pickles)
                 return out.getvalue()
-    program = load_upgraded(data, source=source)
+    program = load_upgraded(data, source=source, trust_pickles=trust_pickles)
     buffer = io.BytesIO()
     _torch().export.save(program, buffer)
     return buffer.getvalue()
@@ -352,6 +364,7 @@ def upgrade_pt2_file(
     durable: bool = False,
     source: str | None = None,
     through_torch: bool = False,
+    trust_pickles: bool = False,
 ) -> tuple[int, int]:
     """:func:`upgrade_pt2` from file to file (written atomically; synced to disk when ``durable``);
     returns (input, output) bytes. An archive of any size is streamed: its weights are copied
@@ -362,10 +375,10 @@ def upgrade_pt2_file(
     with open_archive_file(src, source=name) as archive:
         if not through_torch and _streamable(archive):
             with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
-                _write_streamed(archive, f)
+                _write_streamed(archive, f, trust_pickles=trust_pickles)
                 size = f.tell()
             return os.stat(src).st_size, size
-    out = upgrade_pt2(read_input(name), source=name, through_torch=True)
+    out = upgrade_pt2(read_input(name), source=name, through_torch=True, trust_pickles=trust_pickles)
     with atomic_output(dst, overwrite=overwrite, durable=durable) as f:
         f.write(out)
     return os.stat(src).st_size, len(out)
@@ -416,16 +429,18 @@ def _upgraded_programs(archive: Archive, programs: list[tuple[str, str]]) -> dic
     return replace
 
 
-def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
+def _write_streamed(archive: Archive, out: IO[bytes], *, trust_pickles: bool = False) -> None:
     """Write ``archive`` upgraded to ``out``: programs upgraded, nested ``torch.save`` weight and
-    constant archives (torch 2.1-2.8) rewritten as storages + config, sample inputs checked by
-    the ``weights_only`` unpickler, the rest raw. A flat archive becomes a ``<top>/models/`` one."""
+    constant archives (torch 2.1-2.8) rewritten as storages + config, sample inputs and every
+    pickled payload of torch 2.9+'s configs (``use_pickle`` weights and constants, torchbind and
+    opaque objects) checked (:func:`_check_pickled_payloads`; not with ``trust_pickles``), the
+    rest raw. A flat archive becomes a ``<top>/models/`` one."""
     from tracepack.torch import pt2
 
     programs = pt2._check_pt2(archive)
     replace = _upgraded_programs(archive, programs)
     if layouts.layout_of(archive) == "flat":
-        _write_flat(archive, out, replace[layouts.FLAT_PROGRAM])
+        _write_flat(archive, out, replace[layouts.FLAT_PROGRAM], trust_pickles=trust_pickles)
         return
     drop = {pt2._tpk_name(archive, model) for _, model in programs}
     names = set(archive.names())
@@ -438,8 +453,14 @@ def _write_streamed(archive: Archive, out: IO[bytes]) -> None:
                 if name in names:
                     legacy[name] = _legacy_payload(archive, stack, name, model, kind, top=top)
             inputs = layouts.side_member(archive, "data/sample_inputs/", f"{model}.pt")
+            if trust_pickles:
+                continue
             if inputs in names:
                 _check_sample_inputs(archive, stack, inputs)
+            for kind in (_WEIGHTS, _CONSTANTS):
+                config = layouts.side_member(archive, f"data/{kind[0]}/", kind[2].format(model))
+                if config in names and layouts.side_member(archive, f"data/{kind[0]}/", f"{model}.pt") not in legacy:
+                    _check_pickled_payloads(archive, stack, config, kind)
         with ArchiveWriter(out) as w:
             for m in archive.members:
                 if m.name in drop:
@@ -461,7 +482,7 @@ def _write_parts(w: ArchiveWriter, parts: list[_Part], like: Member) -> None:
             w.copy(nested, str(what), member)
 
 
-def _write_flat(archive: Archive, out: IO[bytes], program: bytes) -> None:
+def _write_flat(archive: Archive, out: IO[bytes], program: bytes, *, trust_pickles: bool = False) -> None:
     """A flat archive (torch 2.1-2.7) as the ``<top>/models/`` archive ``torch.export.save`` of
     its upgraded program writes: ``model.json`` (the upgraded program), one ``weight_<n>`` /
     ``tensor_<n>`` member per storage of ``serialized_state_dict.pt`` / ``serialized_constants.pt``
@@ -499,7 +520,7 @@ def _write_flat(archive: Archive, out: IO[bytes], program: bytes) -> None:
                 config = f"{top}/data/{kind[0]}/{kind[2].format(model)}"
                 parts.append((config, None, json.dumps({"config": {}}).encode()))
         inputs = found["inputs"]
-        if inputs is not None:
+        if inputs is not None and not trust_pickles:
             _check_sample_inputs(archive, stack, inputs)
         with ArchiveWriter(out) as w:
             _write_parts(w, parts, stamp)
@@ -567,6 +588,8 @@ def _meta_unpickle(archive: Archive, stack: contextlib.ExitStack, name: str) -> 
     where = f"{archive.source}:{name}"
     nested = stack.enter_context(Archive(_nested_file(archive, stack, name), source=where))
     top = nested.top
+    if len(set(nested.names())) != len(nested.names()):  # which one would torch read?
+        raise LegacyFormatError("a member name is repeated", source=where, expected="a torch.save archive")
     if top is None or f"{top}/data.pkl" not in nested.names():
         raise LegacyFormatError("not a torch.save archive", source=where, expected="<name>/data.pkl")
     if f"{top}/byteorder" in nested.names() and nested.read(f"{top}/byteorder", limit=16) != b"little":
@@ -608,6 +631,91 @@ def _check_sample_inputs(archive: Archive, stack: contextlib.ExitStack, name: st
     value, _, top, _ = _meta_unpickle(archive, stack, name)
     if not isinstance(value, (tuple, dict)):
         raise LegacyFormatError("the sample inputs are not a tuple", source=f"{archive.source}:{name}:{top}/data.pkl")
+
+
+#: What the streamed upgrade says of a pickled payload it will not copy: its own way out.
+_TRUST = "tensors only; pass --trust-pickles (trust_pickles=True) only for a file you trust: torch.export.load runs it"
+
+
+def _refuse_pickle(where: str, what: str) -> UnsafePickleError:
+    return UnsafePickleError(
+        f"{what}: torch.export.load of the upgrade would run code from it", source=where, expected=_TRUST
+    )
+
+
+def _check_pickled_payloads(
+    archive: Archive, stack: contextlib.ExitStack, config_name: str, kind: tuple[str, str, str]
+) -> None:
+    """Every pickled payload a torch 2.9+ weights or constants config (``config_name``) names,
+    which the streamed upgrade copies raw and ``torch.export.load`` then unpickles in full
+    (``torch.load(weights_only=False)``, ``torch._C._pickle_load_obj``, ``pickle.loads``):
+
+    * a ``use_pickle`` weight or ``tensor_<n>`` constant must be a ``torch.save`` archive of one
+      tensor that torch's ``weights_only`` unpickler reads, on ``meta`` storages
+      (:func:`_meta_unpickle`: nothing executed, no tensor data read);
+    * a torchbind (``custom_obj_<n>``) or opaque (``opaque_obj_<n>``) constant, or any other
+      record ``torch.export.load`` would hand to a full unpickler, is refused.
+
+    Each refusal is one line naming the member (:class:`~tracepack.errors.UnsafePickleError`)."""
+    torch = _torch()
+    where = f"{archive.source}:{config_name}"
+    raw = archive.read(config_name, limit=256 << 20)
+    try:
+        config = guard.parse_json(lambda: json.loads(raw), raw, where, LegacyFormatError)
+    except LegacyFormatError:
+        raise
+    except ValueError as exc:
+        raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
+    entries = config.get("config") if type(config) is dict else None
+    if type(entries) is not dict:
+        raise LegacyFormatError("not a payload config", source=where, expected='{"config": {fqn: payload}}')
+    folder, prefix, _ = kind
+    names = archive.names()
+    for fqn, entry in entries.items():
+        path_name = entry.get("path_name") if type(entry) is dict else None
+        if type(path_name) is not str:
+            raise LegacyFormatError(
+                f"payload {str(fqn)[:80]!r} has no path_name", source=where, expected="a payload record"
+            )
+        constant = prefix == _CONSTANTS[1]
+        custom = constant and path_name.startswith("custom_obj_")
+        opaque = constant and path_name.startswith("opaque_obj_")
+        if not (entry.get("use_pickle") or custom or opaque):
+            continue  # raw bytes, read by torch as a storage (never unpickled)
+        member = layouts.side_member(archive, f"data/{folder}/", path_name)
+        what = f"{'constant' if constant else 'weight'} {str(fqn)[:80]!r}"
+        if custom:
+            raise _refuse_pickle(f"{archive.source}:{member}", f"{what} is a torchbind object (custom_obj)")
+        if opaque:
+            raise _refuse_pickle(f"{archive.source}:{member}", f"{what} is an opaque object (a plain pickle)")
+        if constant and not path_name.startswith(prefix):
+            raise LegacyFormatError(
+                f"{what}: unsupported constant record {path_name[:80]!r}",
+                source=where,
+                expected="tensor_<n>, custom_obj_<n> or opaque_obj_<n>",
+            )
+        if not path_name or "/" in path_name or "\\" in path_name or path_name in (".", ".."):
+            raise LegacyFormatError(
+                f"{what}: path_name {path_name[:80]!r} is not a member name", source=where, expected=f"{prefix}<n>"
+            )
+        count = names.count(member)
+        if count != 1:
+            raise LegacyFormatError(
+                f"{what}: {'no such member' if not count else 'the member is repeated'}",
+                source=f"{archive.source}:{member}",
+            )
+        try:
+            value, _, top, _ = _meta_unpickle(archive, stack, member)
+        except UnsafePickleError as exc:
+            raise _refuse_pickle(
+                f"{archive.source}:{member}",
+                f"{what} stored as a pickle needs more than torch's weights_only unpickler",
+            ) from exc
+        if not isinstance(value, torch.Tensor):
+            raise _refuse_pickle(
+                f"{archive.source}:{member}:{top}/data.pkl",
+                f"{what} stored as a pickle is {type(value).__name__}, not a tensor",
+            )
 
 
 def _legacy_payload(
