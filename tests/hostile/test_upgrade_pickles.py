@@ -16,6 +16,7 @@ import io
 import json
 import os
 import pickle
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -287,3 +288,30 @@ def pickled_weight_sample_cached() -> bytes:
     if "s" not in _CACHE:
         _CACHE["s"] = pickled_weight_sample()
     return _CACHE["s"]
+
+
+def test_a_repeated_member_is_refused(tmp_path: Path) -> None:
+    """Two members of one name (a checked plain tensor and a hostile one): torch might read either."""
+    marker = tmp_path / "ran"
+    hostile, member = _hostile("weight", marker)
+    with zipfile.ZipFile(io.BytesIO(hostile)) as z:
+        evil = z.read(f"{TOP}/{member}")
+    out = io.BytesIO(pickled_weight_sample())
+    with warnings.catch_warnings(), zipfile.ZipFile(out, "a") as z:
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name: the point here
+        z.writestr(f"{TOP}/{member}", evil)
+    with pytest.raises(InputError, match=f"{TOP}/{member}: the member name is repeated"):
+        upgrade_pt2(out.getvalue(), source="old.pt2")
+    assert not marker.exists()
+
+
+def test_legacy_weights_next_to_a_config_are_refused() -> None:
+    """torch 2.8's nested weights archive is rewritten into the config torch 2.9+ reads: an archive
+    holding both (the config naming pickles) would come out with two configs."""
+    data = path("2.8", "mlp.pt2").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        top = z.namelist()[0].split("/")[0]
+    config = {"config": {"w": {"path_name": "weight_0", "is_param": True, "use_pickle": True, "tensor_meta": None}}}
+    bad = _rewrite(data, {f"{top}/data/weights/model_weights_config.json": json.dumps(config).encode()})
+    with pytest.raises(InputError, match=r"model_weights_config\.json: both weights layouts"):
+        upgrade_pt2(bad, source="old.pt2")

@@ -444,6 +444,9 @@ def _write_streamed(archive: Archive, out: IO[bytes], *, trust_pickles: bool = F
         return
     drop = {pt2._tpk_name(archive, model) for _, model in programs}
     names = set(archive.names())
+    if len(names) != len(archive.names()):  # which one torch reads is not ours to guess
+        repeated = next(n for n, count in collections.Counter(archive.names()).items() if count > 1)
+        raise LegacyFormatError("the member name is repeated", source=f"{archive.source}:{repeated}")
     top = str(archive.top)
     with contextlib.ExitStack() as stack:
         legacy: dict[str, list[_Part]] = {}
@@ -451,6 +454,13 @@ def _write_streamed(archive: Archive, out: IO[bytes], *, trust_pickles: bool = F
             for kind in (_WEIGHTS, _CONSTANTS):
                 name = layouts.side_member(archive, f"data/{kind[0]}/", f"{model}.pt")
                 if name in names:
+                    config = layouts.side_member(archive, f"data/{kind[0]}/", kind[2].format(model))
+                    if config in names:  # the rewrite writes that config: the output would hold two
+                        raise LegacyFormatError(
+                            f"both {kind[0]} layouts: the legacy archive and a config",
+                            source=f"{archive.source}:{config}",
+                            expected=f"one of {name} (torch 2.8) or the config (torch 2.9+)",
+                        )
                     legacy[name] = _legacy_payload(archive, stack, name, model, kind, top=top)
             inputs = layouts.side_member(archive, "data/sample_inputs/", f"{model}.pt")
             if trust_pickles:
@@ -459,7 +469,7 @@ def _write_streamed(archive: Archive, out: IO[bytes], *, trust_pickles: bool = F
                 _check_sample_inputs(archive, stack, inputs)
             for kind in (_WEIGHTS, _CONSTANTS):
                 config = layouts.side_member(archive, f"data/{kind[0]}/", kind[2].format(model))
-                if config in names and layouts.side_member(archive, f"data/{kind[0]}/", f"{model}.pt") not in legacy:
+                if config in names:
                     _check_pickled_payloads(archive, stack, config, kind)
         with ArchiveWriter(out) as w:
             for m in archive.members:
