@@ -317,6 +317,9 @@ class _Sampler:
     #: leaves out. Lists keep their items in seed 0; in seed ``s`` > 0 those of structs at depth
     #: ``s - 1`` (the root is at 0) are empty, their default, so the fields above them have rows.
     defaults: bool = False
+    #: Seed 3's rows of tables that a narrow (8- or 16-bit) reference points into, by target name:
+    #: past what the narrow type holds, so narrowing such a reference shows.
+    big_tables: tuple[tuple[str, int], ...] = ()
 
     def empty(self, f: Field, depth: int) -> bool:
         """Whether a list field holds its default ``[]`` (see ``defaults``)."""
@@ -445,16 +448,24 @@ class _Sampler:
         """Rows of a table: tables that references point into keep row 0; others are empty in seed 3."""
         referenced = {f.ref for t in self.schema.structs.values() for f in t.fields if f.ref is not None}
         targets = {t.type.name for name, t in self.schema.ref_targets().items() if name in referenced}
+        if self.seed == 3:
+            big = dict(self.big_tables)
+            for name, t in self.schema.ref_targets().items():
+                if t.type.name == s.name and name in big:
+                    return big[name]
+            if any(f.ref in big for f in s.fields):
+                return _ROWS  # it refers into a big table: rows to hold the large references
         return _ROWS if s.name in targets or self.seed != 3 else 0
 
     @property
     def sizes(self) -> dict[str, int]:
+        big = dict(self.big_tables) if self.seed == 3 else {}
         return {
             # A deprecated optional table is left out by root(): nothing to refer to. (The string
             # table is filled even when deprecated: root() takes it first.)
             name: 0
             if t.deprecated and t.optional and t.type.kind == "struct"
-            else (len(self.strings) if t.type.kind == "list" else _ROWS)
+            else (len(self.strings) if t.type.kind == "list" else big.get(name, _ROWS))
             for name, t in self.schema.ref_targets().items()
         }
 
@@ -499,7 +510,7 @@ def _zero_of(t: TypeRef, s: _Sampler) -> Any:
     return s.value(None, t, 9, 0)
 
 
-_SAMPLES: dict[tuple[str, int, bool, bool], Any] = {}
+_SAMPLES: dict[tuple[str, int, bool, bool, tuple[tuple[str, int], ...]], Any] = {}
 
 
 def sample(
@@ -510,16 +521,17 @@ def sample(
     *,
     big: bool = False,
     defaults: bool = False,
+    big_tables: tuple[tuple[str, int], ...] = (),
 ) -> Any:
     """A valid document of ``schema`` (see the module doc), varied by ``seed``; with ``defaults``,
     every field that has a default holds it."""
     if allowed is None and not limits:
-        key = (_key(schema), seed, big, defaults)
+        key = (_key(schema), seed, big, defaults, big_tables)
         if key not in _SAMPLES:
-            _SAMPLES[key] = sample(schema, seed, lambda t, m: True, big=big, defaults=defaults)
+            _SAMPLES[key] = sample(schema, seed, lambda t, m: True, big=big, defaults=defaults, big_tables=big_tables)
         return _SAMPLES[key]
     g = generated(schema)
-    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}, big, defaults).root()
+    raw = _Sampler(schema, g, seed, allowed or (lambda t, m: True), limits or {}, big, defaults, big_tables).root()
     g.validate(raw)
     return raw
 
@@ -596,8 +608,18 @@ def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Ou
         for s in schema.structs.values()
         for f in s.fields
     )
+    # ... and a referenced table past 2**8 or 2**16 rows where such a field points into a table.
+    rows: dict[str, int] = {}
+    for schema in (old, new):
+        tables = {n for n, t in schema.ref_targets().items() if t.type.kind == "struct"}
+        for s in schema.structs.values():
+            for f in s.fields:
+                width = (f.type.item or f.type).name
+                if f.ref in tables and width in ("u8", "u16", "i8", "i16"):
+                    rows[f.ref] = max(rows.get(f.ref, 0), (2**8 if width.endswith("8") else 2**16) + 2)
+    big_tables = tuple(sorted(rows.items()))
     for seed, defaults in [(s, False) for s in SEEDS] + [(s, True) for s in DEFAULT_SEEDS]:
-        older = sample(old, seed, big=big, defaults=defaults)
+        older = sample(old, seed, big=big, defaults=defaults, big_tables=big_tables)
         reads.append(("old file, new reader", old, go, new, gn, older, identity))
         try:
             newer = sample(
@@ -607,6 +629,7 @@ def cross_check(old: Schema, new: Schema, identity: Identity = Identity()) -> Ou
                 _old_ranges(old, new, identity),
                 big=big,
                 defaults=defaults,
+                big_tables=big_tables,
             )
         except (IndexError, ZeroDivisionError):
             continue  # every value of some enum or union is new: nothing an older reader could read

@@ -157,3 +157,20 @@ def test_a_name_retired_then_reused_is_another_field(kind: str) -> None:
     assert m is not None
     _agrees(m)
     assert {"json", "msgpack", "columnar"} <= cross_check(m.old, m.new, m.identity).broken
+
+
+@pytest.mark.parametrize(
+    ("struct", "name", "kind"),
+    [("FrameTable", "line", "u8"), ("DebugHandleTable", "stack", "u16"), ("DebugHandleTable", "stack", "i16")],
+)
+def test_a_narrowed_reference_into_a_table_shows(struct: str, name: str, kind: str) -> None:
+    """A reference into a table narrowed to 8 or 16 bits: seed 3 gives the target table more rows
+    than the narrow type counts (and the referring table rows), so old files hold references the
+    new reader cannot, as the checker says (FIELD_TYPE_CHANGED breaks every codec)."""
+    s0 = base_schema()
+    s, f = _field(s0, struct, name)
+    g = replace(f, type=TypeRef("list", "list", TypeRef("scalar", kind)))
+    m = valid(mutation(s0, set_field(s0, s, f, g), ("FIELD_TYPE_CHANGED", f"{struct}.{name}")))
+    assert m is not None
+    assert cross_check(m.old, m.new, m.identity).broken == set(CODECS)
+    _agrees(m)
