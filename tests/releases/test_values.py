@@ -23,6 +23,7 @@ from tracepack.torch.export.values import (
     derive_hint,
     detect_form,
     encode_value,
+    known_hints,
 )
 
 EXPORTS = files("export")
@@ -108,10 +109,15 @@ def _spell(form: ValueForm, exprs: list[str]) -> list[Any]:
     return [x["as_expr"]["hint"] for x in encode_value(typed, form)["sizes"]]
 
 
-@given(table=hint_tables())
-def test_derived_hints_spell_every_hint_back(table: dict[str, Any]) -> None:
-    """A table without its derivable hints spells every expression's hint as the full table does."""
-    reduced = derivable_hints(table)
+@given(table=hint_tables(), data=st.data())
+def test_derived_hints_spell_every_hint_back(table: dict[str, Any], data: st.DataObject) -> None:
+    """A table without its derivable hints spells every expression's hint as the full table does,
+    also when the reader knows some hints anyway (the program's ``sym_int_values``: agreeing with
+    the table or not)."""
+    known = data.draw(
+        st.dictionaries(st.sampled_from(list(table)), st.integers(0, 9).map(lambda n: {"as_int": n}), max_size=3)
+    )
+    reduced = derivable_hints(table, known)
     exprs = list(table)
     full = _spell(ValueForm(hints=dict(table)), exprs)
     assert full == [table[e] for e in exprs]
@@ -120,9 +126,21 @@ def test_derived_hints_spell_every_hint_back(table: dict[str, Any]) -> None:
     assert len(reduced) < len(table)
     assert list(reduced) == [e for e in table if e in reduced]
     assert all(reduced[e] == table[e] for e in reduced)
-    assert _spell(ValueForm(hints=dict(reduced), derived=True), exprs) == full
+    assert _spell(ValueForm(hints={**known, **reduced}, derived=True), exprs) == full
     # what a build without derivation would have written: the dropped hints null, so it must refuse
     assert _spell(ValueForm(hints=dict(reduced)), exprs) != full
+
+
+def test_known_hints_of_sym_int_values() -> None:
+    s0 = "Symbol('s0', positive=True, integer=True)"
+    values = {
+        "sym_size_int": {"as_expr": {"expr_str": s0, "hint": {"as_int": 3}}},
+        "other": {"as_expr": {"expr_str": "Symbol('s1')", "hint": None}},
+        "int": {"as_int": 4},
+        "odd": [1],
+    }
+    assert known_hints(values) == {s0: {"as_int": 3}}
+    assert known_hints([]) == {}
 
 
 def test_derive_hint_evaluates_srepr() -> None:

@@ -33,7 +33,14 @@ from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
-from tracepack.torch.export.values import ValueForm, decode_value, derivable_hints, detect_form, encode_value
+from tracepack.torch.export.values import (
+    ValueForm,
+    decode_value,
+    derivable_hints,
+    detect_form,
+    encode_value,
+    known_hints,
+)
 from tracepack.traces import FrameKey
 
 __all__ = ["PROGRAM_EXTENSION", "export_model_json", "export_program", "import_model_json", "is_model_json"]
@@ -47,7 +54,8 @@ PROGRAM_EXTENSION = program_tables.PROGRAM_EXTENSION
 NODES_EXTENSION = "torch.export/nodes"
 #: Layout 2 of the nodes extension, a new name so that builds before it refuse the file (they find
 #: no ``torch.export/nodes`` extension) instead of misreading it: the value form leaves out the hints
-#: :func:`tracepack.torch.export.values.derivable_hints` drops (older builds would spell them ``null``),
+#: :func:`tracepack.torch.export.values.derivable_hints` drops, the program's ``sym_int_values`` hints
+#: included (older builds would spell them ``null``),
 #: and an ``as_sym_ints`` argument of names and integers is stored as a plain list,
 #: ``["sym_size_int_2", 3]`` for ``[{"as_name": "sym_size_int_2"}, {"as_int": 3}]``
 #: (:func:`_compact_sym_ints`). Written only when one of them saves bytes.
@@ -469,7 +477,8 @@ class _Importer:
         layout: dict[str, Any] = {"keys": self.keys}
         nodes_extension = NODES_EXTENSION
         form = self.value_form
-        reduced = derivable_hints(form.hints) if form.hints else None
+        known = known_hints(self.graph.get("sym_int_values"))
+        reduced = derivable_hints(form.hints, known) if form.hints else None
         if reduced is not None:
             form = replace(form, hints=reduced, derived=True)
         if reduced is not None or self.compact_args:
@@ -785,6 +794,10 @@ class _Exporter:
         self.graphs: list[list[int]] = layout.get("graphs", [])
         self.co = layout.get("co_fileinfo")
         self.value_form = replace(ValueForm.from_json(layout.get("values")), derived=derived)
+        if derived:  # the program's sym_int_values hints, under the stored ones (derivable_hints' known)
+            graph = program["graph_module"]["graph"] if type(program) is dict else None
+            known = known_hints(graph.get("sym_int_values") if type(graph) is dict else None)
+            self.value_form = replace(self.value_form, hints={**known, **self.value_form.hints})
         self.nested = "graphs" in layout
         self.node = 0
         self.value = 0

@@ -44,6 +44,7 @@ __all__ = [
     "derive_hint",
     "detect_form",
     "encode_value",
+    "known_hints",
 ]
 
 # torch's ScalarType codes (torch/_export/serde/schema.py) <-> names stored in Value.dtype.
@@ -76,7 +77,9 @@ class ValueForm:
     derived: bool = False
 
     def hint(self, expr: str) -> Any:
-        """The hint of ``expr``: stored, else derived when :attr:`derived` (None: no hint)."""
+        """The hint of ``expr``: stored, else derived when :attr:`derived` (None: no hint); a
+        :attr:`derived` form's reader puts the hints it knows otherwise under the stored ones
+        (:func:`known_hints`)."""
         if expr in self.hints or not self.derived:
             return self.hints.get(expr)
         value = derive_hint(expr, self.hints)
@@ -377,20 +380,44 @@ def derive_hint(expr: str, hints: dict[str, Any]) -> int | None:
     return value if end == len(expr) else None
 
 
-def derivable_hints(hints: dict[str, Any]) -> dict[str, Any] | None:
+def derivable_hints(hints: dict[str, Any], known: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """``hints`` without the ones :func:`derive_hint` gives back exactly from what is left (in the same
-    order), or None when none can be left out."""
+    order) over ``known`` (hints the reader has anyway, e.g. the program's ``sym_int_values``: a hint
+    equal to its ``known`` one is left out too), or None when none can be left out."""
+    base = known or {}
     kept = dict(hints)
     for expr, hint in hints.items():
         value = _int_hint(hint)
         if value is None:
             continue
         del kept[expr]
-        if derive_hint(expr, kept) != value:
+        if _read_back(expr, {**base, **kept}) != value:
             kept[expr] = hint
     if len(kept) == len(hints):
         return None
     kept = {k: v for k, v in hints.items() if k in kept}
-    if any(k not in kept and derive_hint(k, kept) != _int_hint(v) for k, v in hints.items()):
+    every = {**base, **kept}
+    if any(k not in kept and _read_back(k, every) != _int_hint(v) for k, v in hints.items()):
         return None
     return kept
+
+
+def _read_back(expr: str, table: dict[str, Any]) -> int | None:
+    """The hint a reader gets for ``expr`` (as :meth:`ValueForm.hint`): the table's, else derived."""
+    return _int_hint(table[expr]) if expr in table else derive_hint(expr, table)
+
+
+def known_hints(sym_int_values: Any) -> dict[str, Any]:
+    """The ``{"as_int": n}`` hint of each expression a program's ``sym_int_values`` spells
+    (``{"as_expr": {"expr_str": e, "hint": {"as_int": n}}}``); anything else is skipped."""
+    out: dict[str, Any] = {}
+    if type(sym_int_values) is not dict:
+        return out
+    for v in sym_int_values.values():
+        expr = v.get("as_expr") if type(v) is dict and len(v) == 1 else None
+        if type(expr) is not dict or type(expr.get("expr_str")) is not str:
+            continue
+        value = _int_hint(expr.get("hint"))
+        if value is not None:
+            out.setdefault(expr["expr_str"], {"as_int": value})
+    return out
