@@ -6,12 +6,15 @@ Figures:
   committed: the bundled sample's members plus one stored weight member of
   ``TRACEPACK_BENCH_PT2_GB`` GiB, default 2; set 4.5 for a zip64 member over 4 GiB), run as a
   command: peak RSS against ``300 MB + 3x its model.json`` (target <= 1x) and wall time against
-  ``cp`` of the same file in the same run (target <= 1.5x). ``pack`` syncs its output before the
-  rename (a durable atomic replace) and ``cp`` does not, so the same run also times
-  ``pack --no-fsync`` against ``cp`` and ``pack`` against ``cp && sync``. The three commands are
-  interleaved, in rotated order, over ``TRACEPACK_BENCH_PT2_ROUNDS`` rounds (default 3; best
-  of each reported, medians in the note), and each starts from the same page-cache state: the
-  source read once (cached) and ``sync`` run (no dirty pages of the previous command);
+  ``cp`` of the same file in the same run (target <= 1.5x, medians). ``pack`` writes atomically
+  but, as ``cp``, does not sync; ``pack --fsync`` waits for the disk and is compared with
+  ``cp && sync OUT``. The four commands are interleaved, in rotated order, over
+  ``TRACEPACK_BENCH_PT2_ROUNDS`` rounds (default 5; medians are the figures, every time, the
+  worst and the round-by-round ratios in the notes), and each starts from the same page-cache
+  state: ``sync``, the page cache dropped when run as root (``TRACEPACK_BENCH_DROP_CACHES=0``
+  skips it; the note says which), the source read once (cached), the interpreter, tracepack's
+  modules (compiled bytecode, as installed) and ``cp`` warmed by packing and copying the sample,
+  ``sync`` again and a pause (``TRACEPACK_BENCH_SETTLE`` s, default 2) for the disk to settle;
 * (d) streaming: peak RSS of ``pack`` of a flat (torch 2.1-2.7) ``.pt2`` and of ``expand
   --archive`` of a packed ``.pt2``, each with one stored member of the same size (zip64 records),
   against ``300 MB + 3x its model.json`` (target <= 1x);
@@ -106,15 +109,36 @@ def _run_measured(argv: list[str]) -> tuple[float, int]:
     return elapsed, rss
 
 
-def _same_start(src: Path) -> None:
-    """The page cache in the same state before every timed command: the source read once (so it
-    is cached, whatever ran before), then every dirty page written out (nothing of the previous
-    command left for this one to pay for)."""
+def _drop_caches() -> bool:
+    """Empty the page cache (root only; ``TRACEPACK_BENCH_DROP_CACHES=0`` skips it): whether it was."""
+    if os.environ.get("TRACEPACK_BENCH_DROP_CACHES", "1") == "0" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return False
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def _same_start(src: Path, warm: list[list[str]]) -> bool:
+    """The page cache in the same state before every timed command: every dirty page written out
+    (nothing of the previous command left for this one to pay for), the cache emptied where
+    permitted (no pages of an earlier output), then the source read once (cached, as after it was
+    written) and the ``warm`` commands run (interpreter, tracepack's modules, cp itself cached);
+    written out again. Returns whether the cache was emptied."""
+    _sync()
+    dropped = _drop_caches()
     buf = bytearray(16 << 20)
     with src.open("rb", buffering=0) as f:
         while f.readinto(buf):
             pass
+    for argv in warm:
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     _sync()
+    # A virtual disk may still be taking the previous side's gigabytes after `sync` returns: let it
+    # settle (TRACEPACK_BENCH_SETTLE seconds, default 2) so that no side pays for another's writes.
+    time.sleep(float(os.environ.get("TRACEPACK_BENCH_SETTLE", "2")))
+    return dropped
 
 
 def _sync() -> float:
@@ -124,44 +148,65 @@ def _sync() -> float:
 
 
 def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _pack_vs_cp(report: Report, folder: Path, gib: float) -> None:
-    """Figure (a): pack and cp of the same file, interleaved, each from the same page-cache state."""
+    """Figure (a): pack and cp of the same file, interleaved, each from the same page-cache state.
+
+    Four sides per round, in a rotated order: ``cp``, ``pack`` (the default: atomic, not synced,
+    as cp), ``pack --fsync`` and ``cp && sync OUT`` (both wait for the disk). The target compares
+    the default ``pack`` with ``cp``; ``pack --fsync`` is compared with ``cp && sync``."""
     weight = int(gib * (1 << 30))
-    src = folder / "big.pt2"
+    src, out = folder / "big.pt2", folder / "out.pt2"
     model_json = _big_pt2(src, weight)
     size = src.stat().st_size
+    # As an installed tracepack runs: from compiled bytecode (PYTHONDONTWRITEBYTECODE would have
+    # every run compile tracepack's modules again, ~0.12 s here); the warm-up writes it.
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
     exe = [sys.executable, "-m", "tracepack"]
     commands = {
-        "cp": ["cp", str(src), str(folder / "out.pt2")],
-        "pack": [*exe, "pack", "-f", str(src), str(folder / "out.pt2")],
-        "pack --no-fsync": [*exe, "pack", "-f", "--no-fsync", str(src), str(folder / "out.pt2")],
+        "cp": ["cp", str(src), str(out)],
+        "pack": [*exe, "pack", "-f", str(src), str(out)],
+        "pack --fsync": [*exe, "pack", "-f", "--fsync", str(src), str(out)],
+        "cp && sync": ["sh", "-c", 'cp "$0" "$1" && sync "$1"', str(src), str(out)],
     }
+    warm = [[*exe, "pack", "-f", str(SAMPLE), str(folder / "warm.pt2")], ["cp", str(SAMPLE), str(folder / "warm.pt2")]]
     times: dict[str, list[float]] = {k: [] for k in commands}
-    synced: dict[str, list[float]] = {k: [] for k in commands}  # the command, then `sync`
     rss = 0
-    rounds = int(os.environ.get("TRACEPACK_BENCH_PT2_ROUNDS", "3"))
+    dropped = True
+    rounds = int(os.environ.get("TRACEPACK_BENCH_PT2_ROUNDS", "5"))
     order = list(commands)
-    for i in range(rounds):
-        # Interleaved, in a rotated order: on a shared machine the disk's speed drifts, and each
-        # command should meet the same conditions.
-        for name in order[i % len(order) :] + order[: i % len(order)]:
-            _same_start(src)
-            t, r = _run_measured(commands[name])
-            times[name].append(t)
-            synced[name].append(t + _sync())
-            if name.startswith("pack"):
-                rss = max(rss, r)
-                with zipfile.ZipFile(folder / "out.pt2") as z:
-                    big = z.getinfo(f"{z.namelist()[0].split('/')[0]}/data/weights_big")
-                    assert big.file_size == weight, "the weight member must come through whole"
-            (folder / "out.pt2").unlink()
+    try:
+        for i in range(rounds):
+            # Interleaved, in a rotated order: on a shared machine the disk's speed drifts, and each
+            # command should meet the same conditions.
+            for name in order[i % len(order) :] + order[: i % len(order)]:
+                dropped = _same_start(src, warm) and dropped
+                t, r = _run_measured(commands[name])
+                times[name].append(t)
+                if name.startswith("pack"):
+                    rss = max(rss, r)
+                    with zipfile.ZipFile(out) as z:
+                        big = z.getinfo(f"{z.namelist()[0].split('/')[0]}/data/weights_big")
+                        assert big.file_size == weight, "the weight member must come through whole"
+                out.unlink()
+    finally:
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        if saved is not None:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
     src.unlink()
+    (folder / "warm.pt2").unlink(missing_ok=True)
+    shutil.rmtree(folder / "pycache", ignore_errors=True)
     budget = 300 * (1 << 20) + 3 * model_json
-    note = f"{size / (1 << 30):.2f} GiB .pt2, one {gib:g} GiB weight member, model.json {model_json} B"
-    med = ", ".join(f"{k} {_median(v):.1f}s" for k, v in times.items())
+    state = "sync + page cache dropped" if dropped else "sync only (page cache not dropped: not root)"
+    note = (
+        f"{size / (1 << 30):.2f} GiB .pt2, one {gib:g} GiB weight member, model.json {model_json} B; "
+        f"{rounds} interleaved rounds, before each side: {state}, source and programs cached"
+    )
     report.add(
         Figure(
             "hostile",
@@ -174,42 +219,31 @@ def _pack_vs_cp(report: Report, folder: Path, gib: float) -> None:
             note=note,
         )
     )
-    report.add(
-        Figure(
-            "hostile",
-            "(a) pack (fsync before rename) vs cp of the same file",
-            min(times["pack"]),
-            min(times["cp"]),
-            "s",
-            target=1.5,
-            higher_is_better=False,
-            note=f"best of {rounds}; medians: {med}",
+    for side, base, label in (
+        ("pack", "cp", "(a) pack (default: atomic, not synced) vs cp, medians"),
+        ("pack --fsync", "cp && sync", "(a) pack --fsync vs cp && sync OUT (both on disk at the end), medians"),
+    ):
+        per_round = [a / b for a, b in zip(times[side], times[base], strict=True)]
+        detail = (
+            f"{side}: median {_median(times[side]):.2f}s worst {max(times[side]):.2f}s "
+            f"[{' '.join(f'{t:.2f}' for t in times[side])}]; {base}: median {_median(times[base]):.2f}s "
+            f"worst {max(times[base]):.2f}s [{' '.join(f'{t:.2f}' for t in times[base])}]; "
+            f"worst/worst {max(times[side]) / max(times[base]):.2f}x; round by round "
+            f"{' '.join(f'{r:.2f}' for r in per_round)}x (median {_median(per_round):.2f}x, "
+            f"worst {max(per_round):.2f}x)"
         )
-    )
-    report.add(
-        Figure(
-            "hostile",
-            "(a) pack --no-fsync vs cp (neither syncs)",
-            min(times["pack --no-fsync"]),
-            min(times["cp"]),
-            "s",
-            target=1.5,
-            higher_is_better=False,
-            note=note,
+        report.add(
+            Figure(
+                "hostile",
+                label,
+                _median(times[side]),
+                _median(times[base]),
+                "s",
+                target=1.5,
+                higher_is_better=False,
+                note=f"{detail}; {note}",
+            )
         )
-    )
-    report.add(
-        Figure(
-            "hostile",
-            "(a) pack vs cp && sync (both on disk at the end)",
-            min(synced["pack"]),
-            min(synced["cp"]),
-            "s",
-            target=1.5,
-            higher_is_better=False,
-            note=note,
-        )
-    )
 
 
 def _streaming_rss(report: Report, folder: Path, gib: float) -> None:
