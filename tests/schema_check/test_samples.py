@@ -174,3 +174,25 @@ def test_a_narrowed_reference_into_a_table_shows(struct: str, name: str, kind: s
     assert m is not None
     assert cross_check(m.old, m.new, m.identity).broken == set(CODECS)
     _agrees(m)
+
+
+@pytest.mark.parametrize(("kind", "default"), [("u32", 0), ("str", "")])
+def test_a_name_reused_with_another_shape_leaves_the_column_codecs_alone(kind: str, default: object) -> None:
+    """``Header.metadata`` (a list of KeyValue) retired, then its name back as a value: JSON reads the
+    old list under the name and fails, but the column codecs key values by path (``P#len``/``P[]``
+    against ``P``), so the new field reads its default from old files: they do not break."""
+    s0 = base_schema()
+    s, gone = _field(s0, "Header", "metadata")
+    middle = set_fields(s0, s, [f for f in s.fields if f is not gone])
+    t = TypeRef("str", "str") if kind == "str" else TypeRef("scalar", kind)
+    again = new_field("metadata", gone.id, t, default=default)
+    new = set_fields(s0, s, [*(f for f in s.fields if f is not gone), again])
+    m = valid(
+        Chain(s0, new, frozenset({("FIELD_NAME_REUSED", "Header.metadata")}), retired("Header", "metadata"), middle)
+    )
+    assert m is not None
+    broken = cross_check(m.old, m.new, m.identity).broken
+    assert "json" in broken
+    assert not {"columnar", "flatbuffers-columns"} & broken
+    _agrees(m)
+    assert any(f.rule == "FIELD_NAME_REUSED" and f.bump == "forbidden" for f in findings_of(m))

@@ -881,10 +881,21 @@ def _reuse_codecs(
     if o.id == n.id:
         codecs |= {"msgpack", "flatbuffers-rows"}
     if o.name == n.name or o.required or n.required:
-        codecs |= {"json", *_COLUMNS}
+        codecs.add("json")
+        # The column codecs key a field's values by path, and the paths follow the type's shape
+        # (`P` for a value, `P#len`/`P[]` for a list, `P.f` for a struct, `P#tag`/`P<id>` for a
+        # union): under another shape the old columns are not the new field's, which reads its
+        # default from old files (and older readers theirs from new files).
+        if _shape(o.type) == _shape(n.type) or o.required or n.required:
+            codecs |= set(_COLUMNS)
     if o.required or n.required:
         codecs |= {"msgpack", "flatbuffers-rows"}
     return tuple(c for c in CODECS if c in codecs)
+
+
+def _shape(t: TypeRef) -> str:
+    """The shape of a field's column paths in the column codecs: a list, a struct, a union or a value."""
+    return t.kind if t.kind in ("list", "struct", "union") else "value"
 
 
 def _member_number(schema: Schema, kind: str, owner: str, member: str) -> int | None:

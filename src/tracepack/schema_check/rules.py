@@ -180,8 +180,9 @@ RULES: Final[dict[str, Rule]] = _rules(
         "FIELD_NAME_REUSED",
         "forbidden",
         _ALL,
-        "the name of a field removed in an earlier release is back with another type: JSON and the column codecs read "
-        "old files' values under that name (MessagePack and FlatBuffers too when the id is the same)",
+        "the name of a field removed in an earlier release is back with another type: JSON (and the column codecs, "
+        "when the type keeps its shape: value, list, struct or union) read old files' values under that name "
+        "(MessagePack and FlatBuffers too when the id is the same)",
     ),
     Rule(
         "FIELD_TYPE_PROMOTED",
