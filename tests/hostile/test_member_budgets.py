@@ -169,3 +169,20 @@ def test_max_pickle_objects_on_the_command_line(tmp_path: Path, capsys: pytest.C
     assert len(parsed.functions) == functions
     assert parsed.functions[0] is not parsed.functions[1]
     assert parsed.functions[-1].handles == tuple(i % 174 for i in range(handles))
+
+
+def test_tracepack_torch_load_reads_members_within_the_budget() -> None:
+    """``tracepack.torch.load`` reads the program, configs and tensor data into memory: each
+    member is held to ``max_decompressed`` before its buffer is allocated."""
+    pytest.importorskip("torch")
+    from tracepack.torch.loader import load_pt2
+
+    with zipfile.ZipFile(SAMPLE_PT2) as z:
+        largest = max((i for i in z.infolist() if not i.is_dir()), key=lambda i: i.file_size)
+    with limits.raised(max_decompressed=largest.file_size - 1), pytest.raises(LegacyFormatError) as err:
+        load_pt2(SAMPLE_PT2)
+    assert "max_decompressed" in str(err.value)
+    assert _hint("max_decompressed") in str(err.value)
+    assert str(err.value).startswith(f"{SAMPLE_PT2}:")
+    with limits.raised(max_decompressed=largest.file_size):
+        assert load_pt2(SAMPLE_PT2) is not None
