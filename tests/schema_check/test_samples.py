@@ -196,3 +196,17 @@ def test_a_name_reused_with_another_shape_leaves_the_column_codecs_alone(kind: s
     assert not {"columnar", "flatbuffers-columns"} & broken
     _agrees(m)
     assert any(f.rule == "FIELD_NAME_REUSED" and f.bump == "forbidden" for f in findings_of(m))
+
+
+def test_a_table_of_one_column_breaks_nothing() -> None:
+    """``Header`` made a table: its one list (``metadata``) is the row count and no other column
+    must match it, so older files stay valid in every codec; the checker says no codec breaks."""
+    s0 = base_schema()
+    s = s0.structs["Header"]
+    m = valid(mutation(s0, set_struct(s0, replace(s, table=True)), ("CONSTRAINT_TIGHTENED", "Header")))
+    assert m is not None
+    assert len(m.new.structs["Header"].columns) == 1
+    _agrees(m)
+    assert cross_check(m.old, m.new, m.identity).broken == set()
+    (finding,) = [f for f in findings_of(m) if f.rule == "CONSTRAINT_TIGHTENED"]
+    assert finding.breaks == ()

@@ -316,11 +316,19 @@ class _Diff:
                 )
         if old.table != new.table:
             if new.table:
+                # One row-aligned column has nothing to differ from: older files stay valid.
+                single = len(new.columns) < 2
                 self.add(
                     "CONSTRAINT_TIGHTENED",
                     s,
-                    "became a table (`table = true`): columns of older files may differ in length",
+                    "became a table (`table = true`): "
+                    + (
+                        "one column, which no other must match"
+                        if single
+                        else "columns of older files may differ in length"
+                    ),
                     f"keep {s} a plain struct",
+                    codecs=() if single else None,
                 )
             else:
                 self.add(
