@@ -137,6 +137,42 @@ class UNetTiny(nn.Module):
         return torch.sigmoid(self.out(self.fuse(torch.cat([a, u], dim=1))))
 
 
+class GroupedSelfMix(nn.Module):
+    """Self-attention over token groups that reads its sizes from the input (``sym_size`` nodes, symbolic
+    strides and ``as_sym_ints`` reshapes under dynamic batch and length)."""
+
+    def __init__(self, width: int = 12, groups: int = 3) -> None:
+        super().__init__()
+        self.groups = groups
+        self.pre = nn.LayerNorm(width)
+        self.keys = nn.Linear(width, 2 * width)
+        self.vals = nn.Linear(width, width)
+        self.post = nn.Linear(width, width)
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        n, t, c = feats.shape
+        h = self.pre(feats)
+        q, k = self.keys(h).view(n, t, 2, self.groups, c // self.groups).unbind(2)
+        v = self.vals(h).view(n, t, self.groups, c // self.groups)
+        att = torch.einsum("ntgd,nsgd->ngts", q, k).div(c**0.5).softmax(dim=-1)
+        mixed = torch.einsum("ngts,nsgd->ntgd", att, v).reshape(n, t, c)
+        return feats + self.post(mixed)
+
+
+class MixStack(nn.Module):
+    def __init__(self, depth: int, width: int = 12) -> None:
+        super().__init__()
+        self.inp = nn.Linear(6, width)
+        self.mix = nn.ModuleList(GroupedSelfMix(width) for _ in range(depth))
+        self.out = nn.Linear(width, 4)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        y = self.inp(frames)
+        for layer in self.mix:
+            y = layer(y)
+        return self.out(y.flatten(0, 1)).view(frames.size(0), frames.size(1), -1)
+
+
 Build = Callable[[], tuple[nn.Module, tuple[Any, ...], Any, bool]]
 
 
@@ -188,6 +224,14 @@ def _unet(dynamic: bool) -> Build:
     return build
 
 
+def _mixstack(depth: int, strict: bool) -> Build:
+    def build() -> tuple[nn.Module, tuple[Any, ...], Any, bool]:
+        shapes = {"frames": {0: Dim("n", min=1, max=64), 1: Dim("t", min=2, max=512)}}
+        return MixStack(depth), (torch.randn(2, 7, 6),), shapes, strict
+
+    return build
+
+
 #: The training set, in a fixed order: small and large, static and dynamic, strict and not.
 MODELS: tuple[tuple[str, Build], ...] = (
     ("mlp1", _mlp(1, False, False)),
@@ -209,6 +253,10 @@ MODELS: tuple[tuple[str, Build], ...] = (
     ("encoder8", _encoder(8, False)),
     ("unet", _unet(False)),
     ("unet_dyn", _unet(True)),
+    # torch-export-7 on: dynamic programs that read their sizes (sym_size nodes, symbolic strides)
+    ("mixstack1_dyn", _mixstack(1, False)),
+    ("mixstack2_dyn_strict", _mixstack(2, True)),
+    ("mixstack5_dyn", _mixstack(5, False)),
 )
 
 

@@ -159,6 +159,19 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         "512 KiB, k=1024",
         trained_at="83af446",
     ),
+    DictionarySpec(
+        name="torch-export-7",
+        dict_id=0x54504B07,
+        file="torch-export-7.dict",
+        sha256="47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4",
+        size=512 * 1024,
+        k=2048,
+        codecs=("columnar", "msgpack", "columnar", "flatbuffers-columns", "flatbuffers-columns"),
+        doc="as torch-export-6 with three more training programs of dynamic batch and length that read "
+        "their sizes (sym_size nodes, symbolic strides, sympy hints); the FlatBuffers column layout weighs twice, "
+        "MessagePack once; 512 KiB, k=2048",
+        trained_at="the commit adding it",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
 TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-") and not d.withdrawn][-1]
