@@ -59,6 +59,9 @@ ALIGN = 64
 MAX_MEMBER_BYTES = limits.DEFAULT.max_decompressed
 _LOCAL_HEADER = 30
 _CHUNK = 1 << 20
+#: Members from this size on keep their data's offset within a page when copied (see ArchiveWriter._info).
+_PAGE_MATCH = 1 << 20
+_PAGE = 4096
 #: How much a large copy into a durable output copies before starting that part's writeback.
 _FLUSH_STEP = 256 << 20
 #: What a damaged member's decompressor can raise, besides zipfile's own errors.
@@ -352,7 +355,9 @@ class ArchiveWriter:
         self._aligned = aligned
         self._zip = zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True)
 
-    def _info(self, member: Member | str, size: int, extra_header: int = 0) -> tuple[zipfile.ZipInfo, bool]:
+    def _info(
+        self, member: Member | str, size: int, extra_header: int = 0, page_with: int | None = None
+    ) -> tuple[zipfile.ZipInfo, bool]:
         if isinstance(member, Member):
             info = zipfile.ZipInfo(member.name, date_time=member.date_time)
             info.external_attr = member.external_attr
@@ -365,7 +370,13 @@ class ArchiveWriter:
         if self._aligned:
             name = info.filename.encode("utf-8")
             start = self._zip.start_dir if hasattr(self._zip, "start_dir") else self._out.tell()
-            pad = (-(start + _LOCAL_HEADER + len(name) + (20 if zip64 else 0) + 4)) % ALIGN
+            header_end = start + _LOCAL_HEADER + len(name) + (20 if zip64 else 0) + 4
+            pad = (-header_end) % ALIGN
+            if page_with is not None and page_with % ALIGN == 0 and size >= _PAGE_MATCH:
+                # A large copied member's data starts at the same offset within a page as in its
+                # source (still 64-aligned): the kernel's copy then moves whole pages (a 4.5 GB
+                # copy at mismatched offsets took ~25% longer here).
+                pad = (page_with - header_end) % _PAGE
             info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
         return info, zip64
 
@@ -424,7 +435,7 @@ class ArchiveWriter:
 
     def _copy_raw(self, archive: Archive, src: zipfile.ZipInfo, target: Member) -> None:
         offset = archive.raw_data_offset(src)
-        info, _ = self._info(target, max(src.file_size, src.compress_size))
+        info, _ = self._info(target, max(src.file_size, src.compress_size), page_with=offset + _slice_start(archive))
         zip64 = max(src.file_size, src.compress_size) * 1.05 > zipfile.ZIP64_LIMIT
         info.file_size = src.file_size
         info.compress_type = src.compress_type
@@ -478,9 +489,14 @@ def _copy_bytes(src: IO[bytes], src_at: int, dst: IO[bytes], dst_at: int, count:
         # and the final fsync finds little left to write.
         behind = fadvise and count > _FLUSH_STEP and flushes_behind(dst_fd)
         step = _FLUSH_STEP if behind else count
+        # Where both sides sit at the same offset within a page (ArchiveWriter pads large members
+        # so), copy up to the next page boundary first: the rest then moves whole pages, which
+        # the kernel copies faster than pages straddling two (as cp's copy from offset 0 does).
+        head = (-(base + src_at)) % _PAGE if (base + src_at - dst_at) % _PAGE == 0 and count >= _PAGE_MATCH else 0
         try:
             while done < count:
-                n = os.copy_file_range(src_fd, dst_fd, min(step, count - done), base + src_at + done, dst_at + done)
+                want = head - done if done < head else min(step, count - done)
+                n = os.copy_file_range(src_fd, dst_fd, want, base + src_at + done, dst_at + done)
                 if n == 0:
                     break
                 if behind:
@@ -499,6 +515,12 @@ def _copy_bytes(src: IO[bytes], src_at: int, dst: IO[bytes], dst_at: int, count:
         done += len(chunk)
     if done != count:
         raise LegacyFormatError(f"archive ends {count - done} bytes into a member", source=where)
+
+
+def _slice_start(archive: Archive) -> int:
+    """Where ``archive``'s bytes start in its file (a :class:`FileSlice`: a zip inside a zip)."""
+    start = getattr(archive._fp, "slice_start", 0)
+    return start if isinstance(start, int) else 0
 
 
 def _fileno(f: Any) -> int | None:
