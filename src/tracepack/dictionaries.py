@@ -170,7 +170,7 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         doc="as torch-export-6 with three more training programs of dynamic batch and length that read "
         "their sizes (sym_size nodes, symbolic strides, sympy hints); the FlatBuffers column layout weighs twice, "
         "MessagePack once; 512 KiB, k=2048",
-        trained_at="the commit adding it",
+        trained_at="9405b5f (its importer and codecs; dictionary_models.py and this entry as of d7339c2)",
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
