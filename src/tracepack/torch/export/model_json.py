@@ -653,7 +653,10 @@ def _as_graph(arg: Any) -> dict[str, Any] | None:
 
 
 def _plain_node(n: dict[str, Any], input_keys: list[str]) -> bool:
-    """Whether a node's fields have the types the typed form holds."""
+    """Whether a node's fields have the types the typed form holds (a node whose first sibling set
+    the key order may still lack a field the typed form needs: then it is kept as it is)."""
+    if any(k not in n for k in ("target", "inputs", "outputs", "metadata")):
+        return False
     meta = n["metadata"]
     kinds = "kind" in input_keys
     return (
