@@ -90,7 +90,6 @@ def test_odd_nodes_still_round_trip(data: st.DataObject) -> None:
     assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == text
 
 
-
 @pytest.mark.parametrize("field", ["target", "inputs", "outputs", "metadata"])
 @pytest.mark.parametrize("share", [1, 2])
 def test_nodes_missing_a_field_come_back_exact(field: str, share: int) -> None:
@@ -103,6 +102,7 @@ def test_nodes_missing_a_field_come_back_exact(field: str, share: int) -> None:
     text = json.dumps(model).encode()
     doc = import_model_json(text)
     assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == text
+
 
 def _outside_int64(value: object) -> bool:
     if isinstance(value, dict):
