@@ -6,7 +6,7 @@ as data packages of ``tracepack_generated`` (``tracepack schema check --all`` us
 leaves out flatc's Python module (``vX_Y/fb/tables.py``), which only the tests import.
 """
 
-from setuptools import find_namespace_packages, find_packages, setup
+from setuptools import Extension, find_namespace_packages, find_packages, setup
 
 DATA_PACKAGES = {
     "tracepack_generated.schema": ("schema", ["*.toml", "RELEASED.sha256"]),
@@ -18,7 +18,12 @@ CODE = find_namespace_packages("src", exclude=["*.__pycache__"])
 #: Every folder under src/tracepack/data/ (samples, built-in zstd dictionaries, ...) ships whole.
 BUNDLED = {name: ["*"] for name in CODE if name.startswith("tracepack.data.")}
 
+#: The columnar codec's ``forms`` loops in C. Optional: where it cannot be compiled (no compiler for the sdist)
+#: the package installs without it and runs the same encoding in Python (``tracepack.codecs.columnar``).
+SPEEDUPS = [Extension("tracepack.codecs._cforms", ["src/tracepack/codecs/_cforms.c"], optional=True)]
+
 setup(
+    ext_modules=SPEEDUPS,
     packages=[
         *CODE,
         *find_packages("generated/python", exclude=["*.fb"]),
@@ -32,7 +37,7 @@ setup(
     # Only what package_data names: the sdist's other files (tests, flatc's fb/tables.py) stay out of the wheel.
     include_package_data=False,
     package_data={
-        "tracepack": ["py.typed"],
+        "tracepack": ["py.typed", "codecs/_cforms.pyi"],
         **BUNDLED,
         "tracepack_generated": ["py.typed"],
         **{name: patterns for name, (_, patterns) in DATA_PACKAGES.items()},

@@ -20,6 +20,8 @@ from tracepack.codecs import columnar
 from tracepack.errors import DecodeError
 from tracepack.versions import CURRENT
 
+pytestmark = pytest.mark.usefixtures("forms_impl")  # every test with the C loops and with the Python ones
+
 _bases = st.sampled_from(["add", "mul", "linear", "L__self__blocks.", "p_blocks_", "x", "", "a1b", "é"])
 _tails = st.sampled_from(["", ";method_descriptor.add", ".attn", "_attn_qkv_weight", "0", "x y"])
 _numbered = st.builds(

@@ -28,6 +28,8 @@ from tracepack.container import HEADER_SIZE
 from tracepack.errors import DecodeError, TracepackError
 from tracepack.versions import CURRENT
 
+pytestmark = pytest.mark.usefixtures("forms_impl")  # the reader with the C forms loop and with the Python one
+
 
 @cache
 def _golden_payload() -> bytes:

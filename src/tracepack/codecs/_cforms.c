@@ -1,0 +1,522 @@
+/* The `forms` encoding of the columnar codec's string columns, in C.
+ *
+ * Two functions, each the exact equivalent of a loop in columnar.py (which stays the reference and the
+ * fallback where this module is not built):
+ *
+ *   forms(values, affix_max) -> [literals, steps, prefixes, suffixes, residuals] | None
+ *       what columnar._forms_py(values) returns, for the writer;
+ *   rebuild(out, literals, rows, prefixes, suffixes, residuals, limit) -> int
+ *       the reader's loop: out[rows[j]] = literals[prefixes[j]] + str(number_j) + literals[suffixes[j]],
+ *       number_j = (the last number with that prefix and suffix, -1 first) + 1 + residuals[j]; returns -1,
+ *       or the first j whose number is outside 0..limit-1 (the caller then raises its one-line error).
+ *
+ * A numbered string (a "form"): at most affix_max characters, no whitespace (Py_UNICODE_ISSPACE, as the
+ * regular expression's \s), an ASCII digit; its number is the longest tail of its last run of digits
+ * written canonically (no leading zero) with at most 18 digits, "0" when that tail is all zeros.
+ *
+ * rebuild() is handed lists the reader has checked already (indices, rows, lengths); it checks every index
+ * again and raises IndexError/TypeError rather than touch memory it does not own.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DIGITS 18
+
+/* A form's split: prefix is s[:start], number s[start:end], suffix s[end:]. */
+typedef struct {
+    Py_ssize_t row;
+    Py_ssize_t start;
+    Py_ssize_t end;
+} Split;
+
+/* 1 and the split when `s` is a form, 0 when not, -1 on error. */
+static int
+split_form(PyObject *s, Py_ssize_t affix_max, Split *out)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n > affix_max) {
+        return 0;
+    }
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t last = -1, run = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch >= '0' && ch <= '9') {
+            if (last != i - 1 || last < 0) {
+                run = i;
+            }
+            last = i;
+        }
+        else if (Py_UNICODE_ISSPACE(ch)) {
+            return 0;
+        }
+    }
+    if (last < 0) {
+        return 0;
+    }
+    Py_ssize_t first = last - (MAX_DIGITS - 1);
+    if (first < run) {
+        first = run;
+    }
+    while (first < last && PyUnicode_READ(kind, data, first) == '0') {
+        first++;
+    }
+    out->start = first;
+    out->end = last + 1;
+    return 1;
+}
+
+static long long
+parse_number(PyObject *s, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    long long v = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        v = v * 10 + (long long)(PyUnicode_READ(kind, data, i) - '0');
+    }
+    return v;
+}
+
+
+/* The last number per (prefix, suffix) pair: open addressing over 64-bit keys (p << 32 | q, plus one so
+ * that 0 marks an empty slot), at most half full. */
+typedef struct {
+    unsigned long long *keys;
+    long long *values;
+    size_t mask;
+} LastTable;
+
+static int
+last_init(LastTable *t, Py_ssize_t entries)
+{
+    size_t size = 16;
+    while (size < (size_t)entries * 2) {
+        size <<= 1;
+    }
+    t->keys = PyMem_Calloc(size, sizeof(unsigned long long));
+    t->values = PyMem_Calloc(size, sizeof(long long));
+    t->mask = size - 1;
+    if (t->keys == NULL || t->values == NULL) {
+        PyMem_Free(t->keys);
+        PyMem_Free(t->values);
+        t->keys = NULL;
+        t->values = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void
+last_free(LastTable *t)
+{
+    PyMem_Free(t->keys);
+    PyMem_Free(t->values);
+}
+
+/* The slot of (p, q): its value is the last number when keys[slot] is set, else the slot is free. */
+static size_t
+last_slot(const LastTable *t, Py_ssize_t p, Py_ssize_t q)
+{
+    unsigned long long key = (((unsigned long long)p << 32) | (unsigned long long)q) + 1;
+    size_t slot = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & t->mask;
+    while (t->keys[slot] != 0 && t->keys[slot] != key) {
+        slot = (slot + 1) & t->mask;
+    }
+    return slot;
+}
+
+static void
+last_set(LastTable *t, size_t slot, Py_ssize_t p, Py_ssize_t q, long long number)
+{
+    t->keys[slot] = (((unsigned long long)p << 32) | (unsigned long long)q) + 1;
+    t->values[slot] = number;
+}
+
+/* Literal lookups by text without making the text a str: a direct-mapped cache of the literal index the
+ * `where` dict gave for a text, checked against that literal's characters on every hit. */
+#define TEXT_CACHE 1024
+
+typedef struct {
+    Py_ssize_t index[TEXT_CACHE]; /* -1: empty */
+} TextCache;
+
+static size_t
+text_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    size_t h = 1469598103934665603ULL & (size_t)-1;
+    for (Py_ssize_t i = start; i < end; i++) {
+        h = (h ^ (size_t)PyUnicode_READ(kind, data, i)) * (size_t)1099511628211ULL;
+    }
+    return (h ^ (size_t)(end - start)) & (TEXT_CACHE - 1);
+}
+
+static int
+same_text(PyObject *literal, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    if (PyUnicode_GET_LENGTH(literal) != end - start) {
+        return 0;
+    }
+    int lkind = PyUnicode_KIND(literal);
+    const void *ldata = PyUnicode_DATA(literal);
+    if (lkind == kind) {
+        return memcmp(ldata, (const char *)data + (size_t)start * (size_t)kind, (size_t)(end - start) * (size_t)kind) == 0;
+    }
+    for (Py_ssize_t i = start; i < end; i++) {
+        if (PyUnicode_READ(lkind, ldata, i - start) != PyUnicode_READ(kind, data, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The literal index of `text`: where it is a row's literal, else appended to `literals`. New reference
+ * to nothing; returns -1 on error. */
+static Py_ssize_t
+literal_index(PyObject *where, PyObject *literals, PyObject *text)
+{
+    PyObject *found = PyDict_GetItemWithError(where, text);
+    if (found != NULL) {
+        return PyLong_AsSsize_t(found);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    Py_ssize_t index = PyList_GET_SIZE(literals);
+    PyObject *boxed = PyLong_FromSsize_t(index);
+    if (boxed == NULL) {
+        return -1;
+    }
+    int failed = PyDict_SetItem(where, text, boxed) < 0 || PyList_Append(literals, text) < 0;
+    Py_DECREF(boxed);
+    return failed ? -1 : index;
+}
+
+/* The literal index of s[start:end] (literal_index), through `cache`. */
+static Py_ssize_t
+literal_of(PyObject *where, PyObject *literals, TextCache *cache, PyObject *s, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    size_t h = text_hash(kind, data, start, end);
+    Py_ssize_t hit = cache->index[h];
+    if (hit >= 0 && same_text(PyList_GET_ITEM(literals, hit), kind, data, start, end)) {
+        return hit;
+    }
+    PyObject *text = PyUnicode_Substring(s, start, end);
+    if (text == NULL) {
+        return -1;
+    }
+    Py_ssize_t index = literal_index(where, literals, text);
+    Py_DECREF(text);
+    if (index >= 0) {
+        cache->index[h] = index;
+    }
+    return index;
+}
+
+static PyObject *
+cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "forms(values: list[str], affix_max: int)");
+        return NULL;
+    }
+    PyObject *values = args[0];
+    Py_ssize_t affix_max = PyLong_AsSsize_t(args[1]);
+    if (affix_max < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    PyObject *literals = NULL, *where = NULL, *empty = NULL;
+    PyObject *steps = NULL, *prefixes = NULL, *suffixes = NULL, *residuals = NULL, *result = NULL;
+    Split *splits = NULL;
+    Py_ssize_t count = 0;
+    LastTable table;
+    int tables = 0;
+    TextCache *cache = NULL;
+
+    literals = PyList_GetSlice(values, 0, n);
+    where = PyDict_New();
+    empty = PyUnicode_New(0, 0);
+    if (literals == NULL || where == NULL || empty == NULL) {
+        goto done;
+    }
+    splits = PyMem_New(Split, n > 0 ? n : 1);
+    if (splits == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* First every row's literal, so that prefixes and suffixes find them wherever they are. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(values, i);
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(PyExc_TypeError, "row %zd of a string column is not a str", i);
+            goto done;
+        }
+        int is_form = split_form(s, affix_max, &splits[count]);
+        if (is_form) {
+            splits[count].row = i;
+            count++;
+            Py_INCREF(empty);
+            PyList_SetItem(literals, i, empty); /* steals; releases the row's string */
+        }
+        else {
+            PyObject *boxed = PyLong_FromSsize_t(i);
+            if (boxed == NULL) {
+                goto done;
+            }
+            PyObject *had = PyDict_SetDefault(where, s, boxed);
+            Py_DECREF(boxed);
+            if (had == NULL) {
+                goto done;
+            }
+        }
+    }
+    if (count == 0) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    steps = PyList_New(count);
+    prefixes = PyList_New(count);
+    suffixes = PyList_New(count);
+    residuals = PyList_New(count);
+    if (steps == NULL || prefixes == NULL || suffixes == NULL || residuals == NULL) {
+        goto done;
+    }
+    /* Until each is filled, a list's items are NULL: filled in order, so that an error leaves a valid tail. */
+    if (last_init(&table, count) < 0) {
+        goto done;
+    }
+    tables = 1;
+    cache = PyMem_Malloc(sizeof(TextCache));
+    if (cache == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < TEXT_CACHE; k++) {
+        cache->index[k] = -1;
+    }
+    Py_ssize_t previous_row = 0;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        Split *f = &splits[j];
+        PyObject *s = PyList_GET_ITEM(values, f->row);
+        Py_ssize_t p = literal_of(where, literals, cache, s, 0, f->start);
+        if (p < 0) {
+            goto done;
+        }
+        Py_ssize_t q = literal_of(where, literals, cache, s, f->end, PyUnicode_GET_LENGTH(s));
+        if (q < 0) {
+            goto done;
+        }
+        long long number = parse_number(s, f->start, f->end);
+        size_t slot = last_slot(&table, p, q);
+        long long before = table.keys[slot] ? table.values[slot] : -1;
+        last_set(&table, slot, p, q, number);
+        PyObject *step = PyLong_FromSsize_t(f->row - previous_row);
+        PyObject *pp = PyLong_FromSsize_t(p);
+        PyObject *qq = PyLong_FromSsize_t(q);
+        PyObject *rr = PyLong_FromLongLong(number - before - 1);
+        if (step == NULL || pp == NULL || qq == NULL || rr == NULL) {
+            Py_XDECREF(step);
+            Py_XDECREF(pp);
+            Py_XDECREF(qq);
+            Py_XDECREF(rr);
+            goto done;
+        }
+        PyList_SET_ITEM(steps, j, step);
+        PyList_SET_ITEM(prefixes, j, pp);
+        PyList_SET_ITEM(suffixes, j, qq);
+        PyList_SET_ITEM(residuals, j, rr);
+        previous_row = f->row;
+    }
+    result = PyList_New(5);
+    if (result == NULL) {
+        goto done;
+    }
+    PyObject *parts[5] = {literals, steps, prefixes, suffixes, residuals};
+    for (int k = 0; k < 5; k++) {
+        Py_INCREF(parts[k]);
+        PyList_SET_ITEM(result, k, parts[k]);
+    }
+done:
+    PyMem_Free(splits);
+    PyMem_Free(cache);
+    if (tables) {
+        last_free(&table);
+    }
+    Py_XDECREF(literals);
+    Py_XDECREF(where);
+    Py_XDECREF(empty);
+    Py_XDECREF(steps);
+    Py_XDECREF(prefixes);
+    Py_XDECREF(suffixes);
+    Py_XDECREF(residuals);
+    return result;
+}
+
+/* Item `i` of `list` as an index below `bound`; -1 with an exception set when it is not. */
+static Py_ssize_t
+index_at(PyObject *list, Py_ssize_t i, Py_ssize_t bound, const char *what)
+{
+    Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0 || v >= bound) {
+        PyErr_Format(PyExc_IndexError, "form %zd: %s %zd is out of range", i, what, v);
+        return -1;
+    }
+    return v;
+}
+
+/* prefix + the decimal digits of `number` (0 <= number) + suffix, as a canonical str. */
+static PyObject *
+join_form(PyObject *prefix, long long number, PyObject *suffix)
+{
+    char digits[24];
+    int nd = 0;
+    do {
+        digits[sizeof(digits) - 1 - nd++] = (char)('0' + number % 10);
+        number /= 10;
+    } while (number > 0);
+    const char *first = digits + sizeof(digits) - nd;
+    Py_ssize_t lp = PyUnicode_GET_LENGTH(prefix), ls = PyUnicode_GET_LENGTH(suffix);
+    if (PyUnicode_IS_ASCII(prefix) && PyUnicode_IS_ASCII(suffix)) {
+        PyObject *s = PyUnicode_New(lp + nd + ls, 127);
+        if (s == NULL) {
+            return NULL;
+        }
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(s);
+        memcpy(out, PyUnicode_1BYTE_DATA(prefix), (size_t)lp);
+        memcpy(out + lp, first, (size_t)nd);
+        memcpy(out + lp + nd, PyUnicode_1BYTE_DATA(suffix), (size_t)ls);
+        return s;
+    }
+    /* The widest kind of the two literals: the result is canonical, as an f-string's would be. */
+    Py_UCS4 maxchar = PyUnicode_MAX_CHAR_VALUE(prefix);
+    if (PyUnicode_MAX_CHAR_VALUE(suffix) > maxchar) {
+        maxchar = PyUnicode_MAX_CHAR_VALUE(suffix);
+    }
+    PyObject *s = PyUnicode_New(lp + nd + ls, maxchar);
+    if (s == NULL) {
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(s);
+    void *data = PyUnicode_DATA(s);
+    if (PyUnicode_CopyCharacters(s, 0, prefix, 0, lp) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    for (int k = 0; k < nd; k++) {
+        PyUnicode_WRITE(kind, data, lp + k, (Py_UCS4)first[k]);
+    }
+    if (PyUnicode_CopyCharacters(s, lp + nd, suffix, 0, ls) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return s;
+}
+
+static PyObject *
+cforms_rebuild(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "rebuild(out, literals, rows, prefixes, suffixes, residuals, limit)");
+        return NULL;
+    }
+    for (int k = 0; k < 6; k++) {
+        if (!PyList_CheckExact(args[k])) {
+            PyErr_Format(PyExc_TypeError, "rebuild: argument %d is not a list", k);
+            return NULL;
+        }
+    }
+    PyObject *out = args[0], *literals = args[1], *rows = args[2];
+    PyObject *prefixes = args[3], *suffixes = args[4], *residuals = args[5];
+    long long limit = PyLong_AsLongLong(args[6]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (limit < 1 || limit > (1LL << 62)) {
+        PyErr_SetString(PyExc_ValueError, "rebuild: limit is out of 1..2**62");
+        return NULL;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(rows);
+    if (PyList_GET_SIZE(prefixes) != m || PyList_GET_SIZE(suffixes) != m || PyList_GET_SIZE(residuals) != m) {
+        PyErr_SetString(PyExc_ValueError, "rebuild: the forms' lists differ in length");
+        return NULL;
+    }
+    Py_ssize_t width = PyList_GET_SIZE(literals), n = PyList_GET_SIZE(out);
+    for (Py_ssize_t i = 0; i < width; i++) {
+        if (!PyUnicode_Check(PyList_GET_ITEM(literals, i))) {
+            PyErr_Format(PyExc_TypeError, "rebuild: literal %zd is not a str", i);
+            return NULL;
+        }
+    }
+    LastTable table;
+    if (last_init(&table, m) < 0) {
+        return NULL;
+    }
+    Py_ssize_t bad = -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t row = index_at(rows, j, n, "row");
+        Py_ssize_t p = row < 0 ? -1 : index_at(prefixes, j, width, "prefix");
+        Py_ssize_t q = p < 0 ? -1 : index_at(suffixes, j, width, "suffix");
+        if (q < 0) {
+            goto fail;
+        }
+        long long residual = PyLong_AsLongLong(PyList_GET_ITEM(residuals, j));
+        if (residual == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        size_t slot = last_slot(&table, p, q);
+        long long before = table.keys[slot] ? table.values[slot] : -1; /* a number stored below: 0..limit-1 */
+        /* before + 1 + residual: before is -1..limit-1 (limit <= 2**62), residual any int64, so the sum
+         * overflows only above limit, which is out of range anyway. */
+        if (residual > LLONG_MAX - (before + 1) || before + 1 + residual < 0 || before + 1 + residual >= limit) {
+            bad = j;
+            break;
+        }
+        long long number = before + 1 + residual;
+        last_set(&table, slot, p, q, number);
+        PyObject *s = join_form(PyList_GET_ITEM(literals, p), number, PyList_GET_ITEM(literals, q));
+        if (s == NULL) {
+            goto fail;
+        }
+        if (PyList_SetItem(out, row, s) < 0) { /* steals s */
+            goto fail;
+        }
+    }
+    last_free(&table);
+    return PyLong_FromSsize_t(bad);
+fail:
+    last_free(&table);
+    return NULL;
+}
+
+static PyMethodDef cforms_methods[] = {
+    {"forms", (PyCFunction)(void (*)(void))cforms_forms, METH_FASTCALL,
+     "forms(values, affix_max): the forms encoding of a string column, or None"},
+    {"rebuild", (PyCFunction)(void (*)(void))cforms_rebuild, METH_FASTCALL,
+     "rebuild(out, literals, rows, prefixes, suffixes, residuals, limit): -1, or the first form out of range"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef cforms_module = {
+    PyModuleDef_HEAD_INIT, "_cforms", "The columnar codec's forms encoding, in C.", -1, cforms_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__cforms(void)
+{
+    return PyModule_Create(&cforms_module);
+}

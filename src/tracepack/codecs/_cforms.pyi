@@ -1,0 +1,15 @@
+"""The columnar codec's ``forms`` loops in C (``_cforms.c``); ``columnar._forms_py`` is the reference."""
+
+from typing import Any
+
+def forms(values: list[str], affix_max: int, /) -> list[Any] | None: ...
+def rebuild(
+    out: list[str],
+    literals: list[str],
+    rows: list[int],
+    prefixes: list[int],
+    suffixes: list[int],
+    residuals: list[int],
+    limit: int,
+    /,
+) -> int: ...
