@@ -19,6 +19,7 @@ from hypothesis import given
 import tracepack
 from tests.strategies import documents
 from tracepack import ContainerError, dictionaries
+from tracepack.codecs import choose
 from tracepack.container import HEADER_SIZE
 from tracepack.torch.export.model_json import import_model_json
 
@@ -169,8 +170,9 @@ def test_convert_torch_default_is_the_smallest_with_the_builtin_dictionary(name:
         codec: len(tracepack.dumps(doc, codec=codec, level=19, zstd_dict=dictionaries.DEFAULT))
         for codec in ("columnar", "msgpack", "flatbuffers-columns")
     }
-    assert out.stat().st_size == min(sizes.values())
-    assert header.codec == min(sizes, key=lambda c: sizes[c])
+    # the smallest, or a faster codec's file within 5% of it (codecs.choose)
+    assert header.codec == choose(sizes)
+    assert out.stat().st_size == sizes[header.codec] <= min(sizes.values()) * 1.05
     # Smaller than the same codec without the dictionary, and zstd -19 of model.json is the yardstick.
     assert main(["convert", str(src), str(plain), "--level", "19", "--zstd-dict", "none"]) == 0
     assert read_header(plain.read_bytes()).dict_id == 0
