@@ -5,6 +5,8 @@
  *
  *   forms(values, affix_max) -> [literals, steps, prefixes, suffixes, residuals] | None
  *       what columnar._forms_py(values) returns, for the writer;
+ *   numbered(values, affix_max) -> int
+ *       how many of `values` are forms (the writer's sample, columnar._mostly_numbered);
  *   rebuild(out, literals, rows, prefixes, suffixes, residuals, limit) -> int
  *       the reader's loop: out[rows[j]] = literals[prefixes[j]] + str(number_j) + literals[suffixes[j]],
  *       number_j = (the last number with that prefix and suffix, -1 first) + 1 + residuals[j]; returns -1,
@@ -32,7 +34,26 @@ typedef struct {
     Py_ssize_t end;
 } Split;
 
-/* 1 and the split when `s` is a form, 0 when not, -1 on error. */
+/* The scan of split_form over one storage kind: the last ASCII digit and the start of its run, or 0 at
+ * the first whitespace. */
+#define SCAN_KIND(TYPE)                                                                                         \
+    do {                                                                                                        \
+        const TYPE *c = (const TYPE *)data;                                                                     \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                                    \
+            Py_UCS4 ch = c[i];                                                                                  \
+            if (ch - '0' < 10U) {                                                                               \
+                if (last != i - 1 || last < 0) {                                                                \
+                    run = i;                                                                                    \
+                }                                                                                               \
+                last = i;                                                                                       \
+            }                                                                                                   \
+            else if (Py_UNICODE_ISSPACE(ch)) {                                                                  \
+                return 0;                                                                                       \
+            }                                                                                                   \
+        }                                                                                                       \
+    } while (0)
+
+/* 1 and the split when `s` is a form, 0 when not. */
 static int
 split_form(PyObject *s, Py_ssize_t affix_max, Split *out)
 {
@@ -43,17 +64,16 @@ split_form(PyObject *s, Py_ssize_t affix_max, Split *out)
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     Py_ssize_t last = -1, run = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        if (ch >= '0' && ch <= '9') {
-            if (last != i - 1 || last < 0) {
-                run = i;
-            }
-            last = i;
-        }
-        else if (Py_UNICODE_ISSPACE(ch)) {
-            return 0;
-        }
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        SCAN_KIND(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        SCAN_KIND(Py_UCS2);
+        break;
+    default:
+        SCAN_KIND(Py_UCS4);
+        break;
     }
     if (last < 0) {
         return 0;
@@ -144,16 +164,27 @@ last_set(LastTable *t, size_t slot, Py_ssize_t p, Py_ssize_t q, long long number
 
 typedef struct {
     Py_ssize_t index[TEXT_CACHE]; /* -1: empty */
+    PyObject *boxed[TEXT_CACHE];  /* the index as the `where` dict holds it (borrowed) */
 } TextCache;
 
 static size_t
 text_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
 {
-    size_t h = 1469598103934665603ULL & (size_t)-1;
-    for (Py_ssize_t i = start; i < end; i++) {
-        h = (h ^ (size_t)PyUnicode_READ(kind, data, i)) * (size_t)1099511628211ULL;
+    Py_ssize_t n = end - start;
+    size_t h = (size_t)n * 0x9E3779B1u;
+    if (n > 0) {
+        h ^= (size_t)PyUnicode_READ(kind, data, start) * 0x85EBCA77u;
+        h ^= (size_t)PyUnicode_READ(kind, data, end - 1) * 0xC2B2AE3Du;
+        h ^= (size_t)PyUnicode_READ(kind, data, start + n / 2) * 0x27D4EB2Fu;
     }
-    return (h ^ (size_t)(end - start)) & (TEXT_CACHE - 1);
+    if (n > 3) {
+        h ^= (size_t)PyUnicode_READ(kind, data, start + 1) * 0x165667B1u;
+        h ^= (size_t)PyUnicode_READ(kind, data, end - 2) * 0x9E3779B9u;
+    }
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    return h & (TEXT_CACHE - 1);
 }
 
 static int
@@ -175,47 +206,52 @@ same_text(PyObject *literal, int kind, const void *data, Py_ssize_t start, Py_ss
     return 1;
 }
 
-/* The literal index of `text`: where it is a row's literal, else appended to `literals`. New reference
- * to nothing; returns -1 on error. */
-static Py_ssize_t
+/* The literal index of `text`, boxed (a reference borrowed from `where`, alive while `where` is): where
+ * `text` is a row's literal, else appended to `literals`. NULL on error. */
+static PyObject *
 literal_index(PyObject *where, PyObject *literals, PyObject *text)
 {
     PyObject *found = PyDict_GetItemWithError(where, text);
-    if (found != NULL) {
-        return PyLong_AsSsize_t(found);
+    if (found != NULL || PyErr_Occurred()) {
+        return found;
     }
-    if (PyErr_Occurred()) {
-        return -1;
-    }
-    Py_ssize_t index = PyList_GET_SIZE(literals);
-    PyObject *boxed = PyLong_FromSsize_t(index);
+    PyObject *boxed = PyLong_FromSsize_t(PyList_GET_SIZE(literals));
     if (boxed == NULL) {
-        return -1;
+        return NULL;
     }
     int failed = PyDict_SetItem(where, text, boxed) < 0 || PyList_Append(literals, text) < 0;
-    Py_DECREF(boxed);
-    return failed ? -1 : index;
+    Py_DECREF(boxed); /* `where` holds it */
+    return failed ? NULL : boxed;
 }
 
-/* The literal index of s[start:end] (literal_index), through `cache`. */
+/* The literal index of s[start:end] (literal_index), through `cache`: its value, and the boxed index
+ * (borrowed) in *boxed. -1 on error. */
 static Py_ssize_t
-literal_of(PyObject *where, PyObject *literals, TextCache *cache, PyObject *s, Py_ssize_t start, Py_ssize_t end)
+literal_of(PyObject *where, PyObject *literals, TextCache *cache, PyObject *s, Py_ssize_t start, Py_ssize_t end,
+           PyObject **boxed)
 {
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     size_t h = text_hash(kind, data, start, end);
     Py_ssize_t hit = cache->index[h];
     if (hit >= 0 && same_text(PyList_GET_ITEM(literals, hit), kind, data, start, end)) {
+        *boxed = cache->boxed[h];
         return hit;
     }
     PyObject *text = PyUnicode_Substring(s, start, end);
     if (text == NULL) {
         return -1;
     }
-    Py_ssize_t index = literal_index(where, literals, text);
+    PyObject *found = literal_index(where, literals, text);
     Py_DECREF(text);
+    if (found == NULL) {
+        return -1;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(found);
     if (index >= 0) {
         cache->index[h] = index;
+        cache->boxed[h] = found;
+        *boxed = found;
     }
     return index;
 }
@@ -308,11 +344,12 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t j = 0; j < count; j++) {
         Split *f = &splits[j];
         PyObject *s = PyList_GET_ITEM(values, f->row);
-        Py_ssize_t p = literal_of(where, literals, cache, s, 0, f->start);
+        PyObject *pp, *qq;
+        Py_ssize_t p = literal_of(where, literals, cache, s, 0, f->start, &pp);
         if (p < 0) {
             goto done;
         }
-        Py_ssize_t q = literal_of(where, literals, cache, s, f->end, PyUnicode_GET_LENGTH(s));
+        Py_ssize_t q = literal_of(where, literals, cache, s, f->end, PyUnicode_GET_LENGTH(s), &qq);
         if (q < 0) {
             goto done;
         }
@@ -321,16 +358,14 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         long long before = table.keys[slot] ? table.values[slot] : -1;
         last_set(&table, slot, p, q, number);
         PyObject *step = PyLong_FromSsize_t(f->row - previous_row);
-        PyObject *pp = PyLong_FromSsize_t(p);
-        PyObject *qq = PyLong_FromSsize_t(q);
         PyObject *rr = PyLong_FromLongLong(number - before - 1);
-        if (step == NULL || pp == NULL || qq == NULL || rr == NULL) {
+        if (step == NULL || rr == NULL) {
             Py_XDECREF(step);
-            Py_XDECREF(pp);
-            Py_XDECREF(qq);
             Py_XDECREF(rr);
             goto done;
         }
+        Py_INCREF(pp);
+        Py_INCREF(qq);
         PyList_SET_ITEM(steps, j, step);
         PyList_SET_ITEM(prefixes, j, pp);
         PyList_SET_ITEM(suffixes, j, qq);
@@ -502,9 +537,36 @@ fail:
     return NULL;
 }
 
+static PyObject *
+cforms_numbered(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "numbered(values: list[str], affix_max: int)");
+        return NULL;
+    }
+    Py_ssize_t affix_max = PyLong_AsSsize_t(args[1]);
+    if (affix_max < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t count = 0;
+    Split split;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); i++) {
+        PyObject *s = PyList_GET_ITEM(args[0], i);
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(PyExc_TypeError, "row %zd of a string column is not a str", i);
+            return NULL;
+        }
+        count += split_form(s, affix_max, &split);
+    }
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef cforms_methods[] = {
     {"forms", (PyCFunction)(void (*)(void))cforms_forms, METH_FASTCALL,
      "forms(values, affix_max): the forms encoding of a string column, or None"},
+    {"numbered", (PyCFunction)(void (*)(void))cforms_numbered, METH_FASTCALL,
+     "numbered(values, affix_max): how many of the strings are forms"},
     {"rebuild", (PyCFunction)(void (*)(void))cforms_rebuild, METH_FASTCALL,
      "rebuild(out, literals, rows, prefixes, suffixes, residuals, limit): -1, or the first form out of range"},
     {NULL, NULL, 0, NULL},

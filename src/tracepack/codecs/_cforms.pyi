@@ -3,6 +3,7 @@
 from typing import Any
 
 def forms(values: list[str], affix_max: int, /) -> list[Any] | None: ...
+def numbered(values: list[str], affix_max: int, /) -> int: ...
 def rebuild(
     out: list[str],
     literals: list[str],
