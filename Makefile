@@ -16,7 +16,10 @@ TORCH_PIN := torch==2.13.0
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml setup.py
+# The columnar codec's C loops are built by the editable install: a changed C file reinstalls.
+CSOURCES := src/tracepack/codecs/_cforms.c
+
+$(STAMP): pyproject.toml setup.py $(CSOURCES)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
@@ -24,7 +27,7 @@ $(STAMP): pyproject.toml setup.py
 venv: $(STAMP) ## Create .venv and install tracepack with its test and dev tools
 
 # `make demo` needs tracepack and its runtime dependencies only, not the test and dev tools.
-$(RUN_STAMP): pyproject.toml setup.py
+$(RUN_STAMP): pyproject.toml setup.py $(CSOURCES)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@

@@ -306,6 +306,17 @@ def _speed(
     note += "; CPU time; < 1 means slower"
     report.add(Figure(SECTION, f"{name}: encode vs today", t_enc, t_enc0, "s", target=1 / 1.2, note=note))
     report.add(Figure(SECTION, f"{name}: decode vs today", t_dec, t_dec0, "s", target=1 / 1.2, note=note))
+    if codec == "columnar" and columnar._cforms is not None:
+        # the same files written and read with the forms loops in Python (an install without the C module)
+        with columnar.python_loops():
+            t_encp, t_decp = _interleaved(
+                [partial(tracepack.dumps, doc, codec=codec, zstd_dict=zdict), partial(tracepack.loads, now)],
+                rounds=rounds,
+                min_time=min_time,
+            )
+        note = "columnar with the forms loops in Python (no C module: TRACEPACK_PURE_PYTHON=1); no target"
+        report.add(Figure(SECTION, f"{name}: encode vs today, pure Python", t_encp, t_enc0, "s", note=note))
+        report.add(Figure(SECTION, f"{name}: decode vs today, pure Python", t_decp, t_dec0, "s", note=note))
     note = f"{codecs}: 1.2 tables + torch-export-3 vs main (no 1.2 tables, torch-export-2); CPU time; < 1 means slower"
     report.add(Figure(SECTION, f"{name}: encode vs main", t_enc, t_encm, "s", target=1 / 1.2, note=note))
     report.add(Figure(SECTION, f"{name}: decode vs main", t_dec, t_decm, "s", target=1 / 1.2, note=note))

@@ -71,6 +71,8 @@ except KeyError as exc:
 else:
     raise AssertionError("no KeyError")
 assert issubclass(tracepack.DecodeError, ValueError)
+from tracepack.codecs import columnar
+assert columnar._cforms is not None, "the wheel's C loops did not load"
 site = pathlib.Path(tracepack.__file__).parent.parent
 for folder in (schema_dir(), fbs_dir(), jsonschema_dir()):
     assert site in folder.parents, folder  # inside the installed package, not a checkout
@@ -114,6 +116,7 @@ def check_sdist(path: Path) -> None:
         "tests/golden/MANIFEST.sha256",
         "tests/readme/transcript.py",
         "src/tracepack/data/sample/model.json",
+        "src/tracepack/codecs/_cforms.c",
         ".ci/run",
     ]
     missing = [n for n in need if n not in names]
@@ -132,10 +135,16 @@ def check_wheel(path: Path) -> None:
         "tracepack_generated/fbs/tracepack-1.1.fbs",
         "tracepack_generated/jsonschema/tracepack-1.1.schema.json",
         "tracepack/data/sample/tiny_transformer.pt2",
+        "tracepack/codecs/_cforms.pyi",
     ]
     missing = [n for n in need if n not in names]
     if missing:
         raise SmokeError(f"{path.name} lacks {', '.join(missing)}")
+    # the columnar codec's C loops, compiled for this platform (optional in setup.py; here a compiler is)
+    if not any(n.startswith("tracepack/codecs/_cforms.") and n.endswith((".so", ".pyd")) for n in names):
+        raise SmokeError(f"{path.name} lacks the compiled tracepack/codecs/_cforms module")
+    if any(n.endswith(".c") for n in names):
+        raise SmokeError(f"{path.name} ships C sources")
     if not any(n.endswith("licenses/LICENSE") for n in names):
         raise SmokeError(f"{path.name} has no LICENSE")
     stray = sorted(n for n in names if "/fb/" in n or n.startswith(("tests/", "benchmarks/")))

@@ -372,6 +372,18 @@ def plain_strings() -> Iterator[None]:
         _Writer.forms_min_rows = saved
 
 
+@contextlib.contextmanager
+def python_loops() -> Iterator[None]:
+    """Run the ``forms`` loops in Python while in the block, as an install without the C module does
+    (for benchmarks that report both; the bytes are the same)."""
+    global _cforms  # noqa: PLW0603 - the one switch between the two implementations
+    saved, _cforms = _cforms, None
+    try:
+        yield
+    finally:
+        _cforms = saved
+
+
 def _forms(values: Sequence[str]) -> list[Any] | None:
     """The ``forms`` encoding of a string column, or None when no string has a number: :func:`_forms_py`,
     computed by the C module ``_cforms`` where it is built (the same lists; about 15x faster)."""
