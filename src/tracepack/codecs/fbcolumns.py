@@ -110,6 +110,8 @@ _INTS: Final = tuple(
 _BOOL: Final = 0
 _F64: Final = 9
 _UINT8: Final = KINDS.index("B")
+#: Bytes per value of each kind's vector (``text`` and ``blob``: counted apart).
+_WIDTHS: Final = tuple(rt.SIZES.get(k, 0) for k in KINDS)
 
 
 def _int_kind(values: Sequence[int]) -> int:
@@ -397,31 +399,35 @@ def _default_value(f: col._Field) -> Any:
         return value
 
 
-def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
+def _write(columns: _Columns) -> bytes:
     by_kind: list[list[Any]] = [[] for _ in KINDS]
+    entries = list(columns.values())
+    kinds = bytes(map(operator.itemgetter(0), entries))
+    counts = list(map(len, map(operator.itemgetter(1), entries)))
+    text = by_kind[_TEXT]
     blobs: list[bytes] = []
-    text: list[str] = []
-    kinds = []
-    counts = []
-    for kind, values in columns.values():
-        kinds.append(kind)
-        counts.append(len(values))
-        if kind == _TEXT:
-            text += values
-        elif kind == _BLOB:
-            encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
-            by_kind[_U32_KIND] += map(len, encoded)
-            blobs += encoded
-        else:
+    if _BLOB in kinds:  # blob lengths go to uint32 in directory order, between the uint32 columns
+        for kind, values in entries:
+            if kind == _BLOB:
+                encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+                by_kind[_U32_KIND] += map(len, encoded)
+                blobs += encoded
+            else:
+                by_kind[kind] += values
+    else:
+        for kind, values in entries:
             by_kind[kind] += values
-    w = rt.Writer()
-    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * (len(KINDS) + 1)
-    mask = 1
-    # Back to front: the last slot's vector first, so the buffer reads in slot order.
     data = b""
     if text:
         joined = "\0".join(text)
         data = joined.encode("utf-8") + b"\0"
+    # Room for everything (the buffer's bytes do not depend on it: offsets count from the end).
+    w = rt.Writer(len(data) + sum(map(len, blobs)) + sum(len(v) * _WIDTHS[k] for k, v in enumerate(by_kind))
+                  + len(columns) * 64 + 1024)  # fmt: skip
+    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * (len(KINDS) + 1)
+    mask = 1
+    # Back to front: the last slot's vector first, so the buffer reads in slot order.
+    if text:
         sizes = map(len, text) if len(data) == len(joined) + 1 else (len(t.encode("utf-8")) for t in text)
         starts = itertools.accumulate(map((1).__add__, sizes), initial=0)
         slots[_TEXT_INDEX] = w.scalars("I", list(itertools.islice(starts, 0, len(text), TEXT_STEP)))
@@ -431,9 +437,12 @@ def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
         slots[_FIRST + _TEXT] = w.bytes_(data)
     for kind in range(_F64, -1, -1):
         if by_kind[kind]:
-            slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
+            if kind == _UINT8:  # the same vector as scalars("B", ...): bytes() converts 3x faster than array
+                slots[_FIRST + kind] = w.bytes_(bytes(by_kind[kind]))
+            else:
+                slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
     slots[3] = w.scalars("I", counts)
-    slots[2] = w.bytes_(bytes(kinds))
+    slots[2] = w.bytes_(kinds)
     slots[1] = w.bytes_(("\0".join(columns) + "\0" if columns else "").encode("utf-8"))
     for i, at in enumerate(slots[1:], 1):
         if at:
