@@ -475,11 +475,18 @@ def encode_model(raw: Any, root: type) -> bytes:
     the kinds the schema language has, on the columnar codec's plan of ``root``): what :func:`encode`
     writes, for any root type, without the side index (which lists a Document's node names)."""
     s = _Shredder()
+    # Columns are lists (and a large struct's rows transient tuples) with no garbage cycles: as when
+    # decoding, the cyclic collector's passes over them midway would only cost time.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         s.shred(col._plan(root), [raw])
         return _write(s.values)
     except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
