@@ -49,7 +49,7 @@ import re
 import struct
 import typing
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -110,6 +110,8 @@ _INTS: Final = tuple(
 _BOOL: Final = 0
 _F64: Final = 9
 _UINT8: Final = KINDS.index("B")
+#: Bytes per value of each kind's vector (``text`` and ``blob``: counted apart).
+_WIDTHS: Final = tuple(rt.SIZES.get(k, 0) for k in KINDS)
 
 
 def _int_kind(values: Sequence[int]) -> int:
@@ -119,6 +121,10 @@ def _int_kind(values: Sequence[int]) -> int:
         lo, hi = min(values), max(values)
     if lo >= 0 and hi <= 255:
         return _UINT8
+    return _wide_kind(lo, hi)
+
+
+def _wide_kind(lo: int, hi: int) -> int:
     for k, a, b in _INTS:
         if a <= lo and hi <= b:
             return k
@@ -136,6 +142,28 @@ def _is_default(values: list[Any], default: Any) -> bool:
     return not any(map(operator.is_not, map(type, values), itertools.repeat(type(default))))
 
 
+def _kind(values: Sequence[Any], strings: bool = False) -> int:
+    """The element kind of a column: by its first value (integers: the narrowest kind that holds them)."""
+    first = values[0]
+    if strings or isinstance(first, str):
+        return _BLOB if any(map(operator.contains, values, itertools.repeat("\0"))) else _TEXT
+    if isinstance(first, bytes):
+        return _BLOB
+    if isinstance(first, bool):
+        return _BOOL
+    if isinstance(first, float):
+        return _F64
+    return _int_kind(values)
+
+
+#: The columns of a document, by path in the order they are written: ``(kind, values)``.
+_Columns = dict[str, tuple[int, Sequence[Any]]]
+#: A plan node compiled for writing: puts the columns of its rows (a non-empty list) in the dict.
+_Shred = Callable[[list[Any], _Columns], None]
+#: A plan node that writes nothing (a struct without fields).
+_NOTHING: Final[_Shred] = lambda values, out: None  # noqa: E731
+
+
 class _Shredder:
     """Walks the columnar codec's plan, collecting each path's values (the FlatBuffer encodes them).
 
@@ -145,77 +173,216 @@ class _Shredder:
     __slots__ = ("values",)
 
     def __init__(self) -> None:
-        self.values: dict[str, tuple[int, Sequence[Any]]] = {}
+        self.values: _Columns = {}
 
     def put(self, path: str, values: Sequence[Any], strings: bool = False) -> None:
-        first = values[0]
-        if strings or isinstance(first, str):
-            kind = _BLOB if any(map(operator.contains, values, itertools.repeat("\0"))) else _TEXT
-        elif isinstance(first, bytes):
-            kind = _BLOB
-        elif isinstance(first, bool):
-            kind = _BOOL
-        elif isinstance(first, float):
-            kind = _F64
-        else:
-            kind = _int_kind(values)
-        self.values[path] = (kind, values)
+        self.values[path] = (_kind(values, strings), values)
 
     def shred(self, node: col._Node, values: list[Any]) -> None:
         if values:
-            _SHRED[type(node)](self, node, values)
+            _compiled(node)(values, self.values)
 
-    def _struct(self, node: col._Struct, values: list[Any]) -> None:
-        shred = _SHRED
-        for f in node.fields:
-            column = list(map(f.get, values))
-            if f.default is not None and _is_default(column, _default_value(f)):
+
+#: Each plan node compiled (plans live as long as the process: one per model type).
+_COMPILED: dict[col._Node, _Shred] = {}
+
+
+def _compiled(node: col._Node) -> _Shred:
+    """``node`` as one function of its rows: every path, getter, default and child looked up once,
+    so writing a small document (a few rows per path, most paths a single row) costs little per path."""
+    fn = _COMPILED.get(node)
+    if fn is None:
+        fn = _COMPILED[node] = _COMPILERS[type(node)](node)
+    return fn
+
+
+def _compile_struct(node: col._Struct) -> _Shred:
+    # Per field: getter, default (_NO_DEFAULT: none), how a value is the default (the default's type;
+    # a float default: its sign) and its child.
+    fields: list[tuple[Callable[[Any], Any], Any, Any, _Shred]] = []
+    for f in node.fields:
+        child = _compiled(f.node)
+        if f.default is None:
+            fields.append((f.get, _NO_DEFAULT, None, child))
+        else:
+            d = _default_value(f)
+            fields.append((f.get, d, math.copysign(1.0, d) if isinstance(d, float) else type(d), child))
+    if not fields:
+        return _NOTHING
+    cls = node.cls
+    # Rows of the struct's own class (all of them, in practice) give every column in one transpose
+    # of their tuples, when the plan's fields are the class's, in its order: twice as fast as a getter
+    # per field from 4 fields on (below, the tuples cost more than they save).
+    whole = len(fields) >= 4 and _getters_are_fields(node)
+    astuple = msgspec.structs.astuple
+    no_default = _NO_DEFAULT
+    is_default = _is_default
+    copysign = math.copysign
+
+    def shred(values: list[Any], out: _Columns) -> None:
+        if len(values) == 1:
+            (v,) = values
+            for get, d, t, child in fields:
+                x = get(v)
+                # As _is_default on one value: equal (list.count: `is`, then ==) and of the default's type,
+                # or, for a float default, of its sign.
+                if d is not no_default and (x is d or x == d):
+                    if type(t) is float:
+                        if copysign(1.0, x) == t:
+                            continue
+                    elif type(x) is t:
+                        continue
+                child([x], out)
+            return
+        columns: Iterable[list[Any]]
+        if whole and set(map(type, values)) == {cls}:
+            columns = map(list, zip(*map(astuple, values), strict=True))
+        else:
+            columns = (list(map(field[0], values)) for field in fields)
+        for (_get, d, _t, child), column in zip(fields, columns, strict=True):
+            if d is not no_default and is_default(column, d):
                 continue
-            sub = f.node
-            shred[type(sub)](self, sub, column)
+            child(column, out)
 
-    def _list(self, node: col._List, values: list[Any]) -> None:
-        lengths = list(map(len, values))
-        self.values[node.len_path] = (_int_kind(lengths), lengths)
-        items = list(itertools.chain.from_iterable(values))
+    return shred
+
+
+def _getters_are_fields(node: col._Struct) -> bool:
+    """Whether ``node``'s field getters read, in order, every field of its msgspec struct class."""
+    names = getattr(node.cls, "__struct_fields__", None)
+    if names is None or len(names) != len(node.fields):
+        return False
+    getters: list[Any] = [f.get for f in node.fields]
+    return all(get.__reduce__() == (operator.attrgetter, (name,)) for get, name in zip(getters, names, strict=True))
+
+
+class _NoDefault:
+    __slots__ = ()
+
+
+_NO_DEFAULT: Final = _NoDefault()
+
+
+def _compile_list(node: col._List) -> _Shred:
+    path = node.len_path
+    item = _compiled(node.item)
+    chain = itertools.chain.from_iterable
+    int_kind = _int_kind
+    uint8 = _UINT8
+
+    def shred(values: list[Any], out: _Columns) -> None:
+        if len(values) == 1:
+            (v,) = values
+            n = len(v)
+            lengths = [n]
+            items = list(v)
+            out[path] = (uint8 if n <= 255 else int_kind(lengths), lengths)
+        else:
+            lengths = list(map(len, values))
+            out[path] = (int_kind(lengths), lengths)
+            items = list(chain(values))
         if items:
-            _SHRED[type(node.item)](self, node.item, items)
+            item(items, out)
 
-    def _union(self, node: col._Union, values: list[Any]) -> None:
+    return shred
+
+
+def _compile_union(node: col._Union) -> _Shred:
+    path = node.tag_path
+    where = node.path
+    tag_of = node.tag_of.__getitem__
+    variants = [(tag, _compiled(v)) for tag, v in node.variants.items()]
+    shred_of = dict(variants)
+    nullable = node.nullable
+    int_kind = _int_kind
+    compress = itertools.compress
+    eq = operator.eq
+    repeat = itertools.repeat
+
+    def shred(values: list[Any], out: _Columns) -> None:
         try:
-            tags = list(map(node.tag_of.__getitem__, map(type, values)))
+            tags = list(map(tag_of, map(type, values)))
         except KeyError as exc:
-            raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=node.path) from None
-        stored = [0 if t is None else t for t in tags]
-        self.values[node.tag_path] = (_int_kind(stored), stored)
+            raise EncodeError(f"{exc.args[0].__name__} is not a variant", where=where) from None
+        stored: list[Any] = [0 if t is None else t for t in tags] if nullable else tags
+        out[path] = (int_kind(stored), stored)
         present = set(tags)
         if len(present) == 1:
             (tag,) = present
             if tag is not None:
-                self._struct(node.variants[tag], values)
+                shred_of[tag](values, out)
             return
-        for tag, variant in node.variants.items():
+        if len(present) == 2:
+            for tag, variant in variants:
+                if tag in present:
+                    variant(list(compress(values, map(eq, tags, repeat(tag)))), out)
+            return
+        # More variants: each row to its variant's list in one pass (rather than one pass per variant).
+        rows: dict[int | None, list[Any]] = {tag: [] for tag in present}
+        for v, tag in zip(values, tags, strict=True):
+            rows[tag].append(v)
+        for tag, variant in variants:
             if tag in present:
-                self._struct(variant, list(itertools.compress(values, map(operator.eq, tags, itertools.repeat(tag)))))
+                variant(rows[tag], out)
 
-    def _optional(self, node: col._Optional, values: list[Any]) -> None:
-        flags = list(map(operator.is_not, values, itertools.repeat(None)))
-        self.values[node.present_path] = (_BOOL, flags)
-        self.shred(node.inner, list(itertools.compress(values, flags)))
-
-    def _leaf(self, node: col._Leaf, values: list[Any]) -> None:
-        self.put(node.path, values, node.plain is col._STRINGS)
+    return shred
 
 
-#: How each kind of plan node is shredded.
-_SHRED: Final[dict[type, Callable[[_Shredder, Any, list[Any]], None]]] = {
-    col._Struct: _Shredder._struct,
-    col._List: _Shredder._list,
-    col._Union: _Shredder._union,
-    col._Optional: _Shredder._optional,
-    col._Leaf: _Shredder._leaf,
-    col._Int: _Shredder._leaf,
-    col._Enum: _Shredder._leaf,
+def _compile_optional(node: col._Optional) -> _Shred:
+    path = node.present_path
+    inner = _compiled(node.inner)
+    compress = itertools.compress
+    is_not = operator.is_not
+    repeat = itertools.repeat
+    boolean = _BOOL
+
+    def shred(values: list[Any], out: _Columns) -> None:
+        flags = list(map(is_not, values, repeat(None)))
+        out[path] = (boolean, flags)
+        present = list(compress(values, flags))
+        if present:
+            inner(present, out)
+
+    return shred
+
+
+def _compile_leaf(node: col._Leaf) -> _Shred:
+    path = node.path
+    kind = _kind
+    if node.plain is col._STRINGS:
+        contains = operator.contains
+        repeat = itertools.repeat
+
+        def strings(values: list[Any], out: _Columns) -> None:
+            out[path] = (_BLOB if any(map(contains, values, repeat("\0"))) else _TEXT, values)
+
+        return strings
+    uint8 = _UINT8
+    wide_kind = _wide_kind
+
+    def shred(values: list[Any], out: _Columns) -> None:
+        first = values[0]
+        if type(first) is int:
+            if len(values) == 1:
+                lo = hi = first
+            else:
+                lo, hi = min(values), max(values)
+            out[path] = (uint8 if lo >= 0 and hi <= 255 else wide_kind(lo, hi), values)
+        else:
+            out[path] = (kind(values), values)
+
+    return shred
+
+
+#: How each kind of plan node is compiled.
+_COMPILERS: Final[dict[type, Callable[[Any], _Shred]]] = {
+    col._Struct: _compile_struct,
+    col._List: _compile_list,
+    col._Union: _compile_union,
+    col._Optional: _compile_optional,
+    col._Leaf: _compile_leaf,
+    col._Int: _compile_leaf,
+    col._Enum: _compile_leaf,
 }
 
 
@@ -232,31 +399,35 @@ def _default_value(f: col._Field) -> Any:
         return value
 
 
-def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
+def _write(columns: _Columns) -> bytes:
     by_kind: list[list[Any]] = [[] for _ in KINDS]
+    entries = list(columns.values())
+    kinds = bytes(map(operator.itemgetter(0), entries))
+    counts = list(map(len, map(operator.itemgetter(1), entries)))
+    text = by_kind[_TEXT]
     blobs: list[bytes] = []
-    text: list[str] = []
-    kinds = []
-    counts = []
-    for kind, values in columns.values():
-        kinds.append(kind)
-        counts.append(len(values))
-        if kind == _TEXT:
-            text += values
-        elif kind == _BLOB:
-            encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
-            by_kind[_U32_KIND] += map(len, encoded)
-            blobs += encoded
-        else:
+    if _BLOB in kinds:  # blob lengths go to uint32 in directory order, between the uint32 columns
+        for kind, values in entries:
+            if kind == _BLOB:
+                encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+                by_kind[_U32_KIND] += map(len, encoded)
+                blobs += encoded
+            else:
+                by_kind[kind] += values
+    else:
+        for kind, values in entries:
             by_kind[kind] += values
-    w = rt.Writer()
-    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * (len(KINDS) + 1)
-    mask = 1
-    # Back to front: the last slot's vector first, so the buffer reads in slot order.
     data = b""
     if text:
         joined = "\0".join(text)
         data = joined.encode("utf-8") + b"\0"
+    # Room for everything (the buffer's bytes do not depend on it: offsets count from the end).
+    w = rt.Writer(len(data) + sum(map(len, blobs)) + sum(len(v) * _WIDTHS[k] for k, v in enumerate(by_kind))
+                  + len(columns) * 64 + 1024)  # fmt: skip
+    slots: list[Any] = [LAYOUT, 0, 0, 0] + [0] * (len(KINDS) + 1)
+    mask = 1
+    # Back to front: the last slot's vector first, so the buffer reads in slot order.
+    if text:
         sizes = map(len, text) if len(data) == len(joined) + 1 else (len(t.encode("utf-8")) for t in text)
         starts = itertools.accumulate(map((1).__add__, sizes), initial=0)
         slots[_TEXT_INDEX] = w.scalars("I", list(itertools.islice(starts, 0, len(text), TEXT_STEP)))
@@ -266,9 +437,12 @@ def _write(columns: dict[str, tuple[int, Sequence[Any]]]) -> bytes:
         slots[_FIRST + _TEXT] = w.bytes_(data)
     for kind in range(_F64, -1, -1):
         if by_kind[kind]:
-            slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
+            if kind == _UINT8:  # the same vector as scalars("B", ...): bytes() converts 3x faster than array
+                slots[_FIRST + kind] = w.bytes_(bytes(by_kind[kind]))
+            else:
+                slots[_FIRST + kind] = w.scalars(KINDS[kind], by_kind[kind])
     slots[3] = w.scalars("I", counts)
-    slots[2] = w.bytes_(bytes(kinds))
+    slots[2] = w.bytes_(kinds)
     slots[1] = w.bytes_(("\0".join(columns) + "\0" if columns else "").encode("utf-8"))
     for i, at in enumerate(slots[1:], 1):
         if at:
@@ -301,11 +475,18 @@ def encode_model(raw: Any, root: type) -> bytes:
     the kinds the schema language has, on the columnar codec's plan of ``root``): what :func:`encode`
     writes, for any root type, without the side index (which lists a Document's node names)."""
     s = _Shredder()
+    # Columns are lists (and a large struct's rows transient tuples) with no garbage cycles: as when
+    # decoding, the cyclic collector's passes over them midway would only cost time.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         s.shred(col._plan(root), [raw])
         return _write(s.values)
     except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
