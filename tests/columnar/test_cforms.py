@@ -1,15 +1,15 @@
 """The C loops of the ``forms`` encoding (``tracepack.codecs._cforms``) against the Python ones and the
 documented encoding: the same lists, the same strings (canonical, so equal, hashed and sized alike), the
-same first number out of range, and never a crash on lists no writer made."""
+same refusals, and never a crash on lists no writer made."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,27 +17,20 @@ from hypothesis import strategies as st
 import tracepack
 from tests.columnar.forms_spec import forms_columns, reference_forms
 from tracepack.codecs import _cforms, columnar
+from tracepack.errors import DecodeError
 from tracepack.versions import CURRENT
 
 LIMIT = columnar._FORM_NUMBER_LIMIT
 AFFIX_MAX = columnar._FORM_AFFIX_MAX
 
 
-def _python_rebuild(
-    n: int, literals: list[str], rows: list[int], forms: tuple[list[int], list[int], list[int]]
-) -> tuple[list[str], int]:
-    """The reader's loop as columnar.py writes it plainly: the strings, and the first form whose number is
-    out of 0..LIMIT-1 (-1 when none)."""
-    out = literals[:n]
-    last: dict[tuple[int, int], int] = {}
-    prefixes, suffixes, residuals = forms
-    for j, (row, p, q, residual) in enumerate(zip(rows, prefixes, suffixes, residuals, strict=True)):
-        number = last.get((p, q), -1) + 1 + residual
-        if not 0 <= number < LIMIT:
-            return out, j
-        last[p, q] = number
-        out[row] = f"{literals[p]}{number}{literals[q]}"
-    return out, -1
+def _read(n: int, forms: list[Any]) -> list[str] | str:
+    """The reader's answer for a forms column of ``n`` rows: its strings, or its one-line error."""
+    reader = columnar._Reader({}, 1 << 40, None)
+    try:
+        return reader.forms("$.t[]", n, msgspec.Raw(msgspec.msgpack.encode(forms)))
+    except DecodeError as exc:
+        return str(exc)
 
 
 @given(forms_columns(max_size=60))
@@ -80,65 +73,90 @@ def test_the_c_reader_rebuilds_every_column(values: list[str]) -> None:
     forms = reference_forms(values)
     if forms is None:
         return
-    literals, steps, prefixes, suffixes, residuals = forms
-    rows = list(itertools.accumulate(steps))
-    out = literals[: len(values)]
-    assert _cforms.rebuild(out, literals, rows, prefixes, suffixes, residuals, LIMIT) == -1
+    out = _cforms.unforms(*forms, len(values), LIMIT, AFFIX_MAX)
     assert out == values
     # canonical strings: the same representation as the ones written (an f-string's)
     assert [sys.getsizeof(s) for s in out] == [sys.getsizeof(s) for s in values]
     assert [hash(s) for s in out] == [hash(s) for s in values]
 
 
-_literal = st.sampled_from(["", "x", "add_", "é", "\u3000", "\U0001f600", ";method_descriptor.mul"])
+_any_int = st.one_of(st.integers(-3, 70), st.integers(-(2**63), 2**63 - 1), st.sampled_from([LIMIT - 1, LIMIT]))
+_literal = st.sampled_from(["", "x", "add_", "é", "\u3000", "\U0001f600", ";method_descriptor.mul", "p" * 250])
 
 
-@given(
-    st.lists(_literal, min_size=1, max_size=6),
-    st.lists(
-        st.tuples(
-            st.integers(0, 5),
-            st.integers(0, 5),
-            st.one_of(st.integers(-3, 3), st.integers(-(2**63), 2**63 - 1), st.sampled_from([LIMIT - 1, LIMIT])),
-        ),
-        max_size=12,
-    ),
-)
-def test_the_c_reader_stops_at_the_first_number_out_of_range(literals: list[str], forms: list[Any]) -> None:
-    width = len(literals)
-    forms = [(p % width, q % width, r) for p, q, r in forms]
-    n = len(forms)
-    rows = list(range(n))
-    literals = [""] * n + literals
-    prefixes = [p + n for p, _, _ in forms]
-    suffixes = [q + n for _, q, _ in forms]
-    residuals = [r for _, _, r in forms]
-    out = literals[:n]
-    bad = _cforms.rebuild(out, literals, rows, prefixes, suffixes, residuals, LIMIT)
-    expected, expected_bad = _python_rebuild(n, literals, rows, (prefixes, suffixes, residuals))
-    assert bad == expected_bad
-    if bad < 0:
-        assert out == expected
+@given(forms_columns(max_size=40), st.data())
+def test_the_c_reader_refuses_exactly_what_the_python_checks_refuse(values: list[str], data: st.DataObject) -> None:
+    """A forms column damaged anywhere (a step, a literal index, a residual, a literal, a list cut short):
+    the C reader gives the Python loop's strings, or refuses (None) where the Python checks raise; the
+    reader then says what the Python checks say."""
+    forms = reference_forms(values)
+    if forms is None:
+        return
+    n = len(values)
+    for _ in range(data.draw(st.integers(1, 3))):
+        part = data.draw(st.integers(0, 4))
+        if not forms[part]:
+            continue
+        i = data.draw(st.integers(0, len(forms[part]) - 1))
+        if part == 0:
+            forms[0][i] = data.draw(_literal)
+        elif data.draw(st.booleans()):
+            forms[part][i] = data.draw(_any_int)
+        else:
+            del forms[part][i]
+    n = data.draw(st.sampled_from([n, max(0, n - 1), n + 1]))
+    with columnar.python_loops():
+        expected = _read(n, forms)
+    assert _read(n, forms) == expected  # the codec with the C reader: the same strings or the same error
+    try:
+        decoded = columnar._FORMS_DECODER.decode(msgspec.msgpack.encode(forms))
+    except msgspec.ValidationError:
+        return  # refused by the decoder before either loop runs
+    literals, steps, prefixes, suffixes, residuals = decoded
+    lengths = len(steps) == len(prefixes) == len(suffixes) == len(residuals) and len(literals) >= n
+    got = _cforms.unforms(literals, steps, prefixes, suffixes, residuals, n, LIMIT, AFFIX_MAX)
+    if isinstance(expected, str):
+        assert got is None, expected
+    else:
+        assert got == expected
+        assert lengths
+
+
+@given(st.lists(_any_int, max_size=6), st.lists(_any_int, max_size=6), st.lists(_any_int, max_size=6))
+def test_the_c_reader_takes_any_integers(steps: list[int], prefixes: list[int], residuals: list[int]) -> None:
+    """Lists no decoder made (negative or huge indices, lengths that differ): refused, never a crash."""
+    literals = ["", "", "x", "y"]
+    got = _cforms.unforms(literals, steps, prefixes, list(prefixes), residuals, 2, LIMIT, AFFIX_MAX)
+    assert got is None or (len(got) == 2 and all(isinstance(s, str) for s in got))
 
 
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (([""], ["", "x"], [1], [1], [1], [0], LIMIT), IndexError),  # row past the column
-        (([""], ["", "x"], [0], [2], [1], [0], LIMIT), IndexError),  # prefix past the literals
-        (([""], ["", "x"], [0], [1], [-1], [0], LIMIT), IndexError),
-        (([""], ["", "x"], [0], [1], [1], [0, 0], LIMIT), ValueError),  # lists of different lengths
-        (([""], ["", 3], [0], [1], [1], [0], LIMIT), TypeError),  # a literal that is not a str
-        (([""], ["", "x"], [0], [1], [1], ["0"], LIMIT), TypeError),
-        (([""], ["", "x"], [0], [1], [1], [2**64], LIMIT), OverflowError),
-        (([""], ["", "x"], [0], [1], [1], [0], 0), ValueError),  # a limit the loop cannot keep
-        (([""], ["", "x"], [0], [1], [1], [0], 2**63), OverflowError),
-        (((""), ["", "x"], [0], [1], [1], [0], LIMIT), TypeError),  # not lists
+        (("", [0], [1], [1], [0], 1, LIMIT, AFFIX_MAX), TypeError),  # not lists
+        ((["", "x"], [0], [1], [1], (0,), 1, LIMIT, AFFIX_MAX), TypeError),
+        ((["", "x"], [0], [1], [1], [0], -1, LIMIT, AFFIX_MAX), ValueError),  # a row count below 0
+        ((["", "x"], [0], [1], [1], [0], 1, 0, AFFIX_MAX), ValueError),  # a limit the loop cannot keep
+        ((["", "x"], [0], [1], [1], [0], 1, 2**63, AFFIX_MAX), OverflowError),
+        ((["", "x"], [0], [1], [1], [0], 1, LIMIT), TypeError),  # an argument short
     ],
 )
-def test_the_c_reader_refuses_lists_no_writer_made(args: tuple[Any, ...], error: type[Exception]) -> None:
+def test_the_c_reader_refuses_calls_no_reader_makes(args: tuple[Any, ...], error: type[Exception]) -> None:
     with pytest.raises(error):
-        _cforms.rebuild(*args)
+        _cforms.unforms(*args)
+
+
+def test_the_c_reader_refuses_what_a_writer_never_writes() -> None:
+    ok = (["", "x"], [0], [1], [1], [0])
+    assert _cforms.unforms(*ok, 1, LIMIT, AFFIX_MAX) == ["x0x"]
+    assert _cforms.unforms(["", 3], [0], [1], [1], [0], 1, LIMIT, AFFIX_MAX) is None  # a literal not a str
+    assert _cforms.unforms(["", "x"], [0], [1], [1], ["0"], 1, LIMIT, AFFIX_MAX) is None
+    assert _cforms.unforms(["", "x"], [0], [1], [1], [2**64], 1, LIMIT, AFFIX_MAX) is None
+    assert _cforms.unforms(["", "x"], [0], [1], [1], [LIMIT], 1, LIMIT, AFFIX_MAX) is None  # number out of range
+    assert _cforms.unforms(["", "x"], [1], [1], [1], [0], 1, LIMIT, AFFIX_MAX) is None  # row past the column
+    assert _cforms.unforms(["", "x"], [0], [0], [1], [0], 1, LIMIT, AFFIX_MAX) is None  # a form's row as prefix
+    assert _cforms.unforms(["", "x"], [0], [1], [1], [0], 1, LIMIT, 1) is None  # affixes too long together
+    assert _cforms.unforms(["y", "x"], [0], [1], [1], [0], 1, LIMIT, AFFIX_MAX) is None  # row holds a literal
 
 
 def test_the_c_writer_refuses_what_is_not_a_list_of_strings() -> None:

@@ -7,17 +7,18 @@
  *       what columnar._forms_py(values) returns, for the writer;
  *   numbered(values, affix_max) -> int
  *       how many of `values` are forms (the writer's sample, columnar._mostly_numbered);
- *   rebuild(out, literals, rows, prefixes, suffixes, residuals, limit) -> int
- *       the reader's loop: out[rows[j]] = literals[prefixes[j]] + str(number_j) + literals[suffixes[j]],
- *       number_j = (the last number with that prefix and suffix, -1 first) + 1 + residuals[j]; returns -1,
- *       or the first j whose number is outside 0..limit-1 (the caller then raises its one-line error).
+ *   unforms(literals, steps, prefixes, suffixes, residuals, n, limit, affix_max) -> list[str] | None
+ *       the reader: the n strings of a forms column (columnar._Reader.forms), or None when any of its
+ *       checks fails (rows ascending below n and each an empty literal, prefixes and suffixes literal rows
+ *       with at most affix_max characters together, every number in 0..limit-1): the caller then runs the
+ *       Python checks, which name the problem.
  *
  * A numbered string (a "form"): at most affix_max characters, no whitespace (Py_UNICODE_ISSPACE, as the
  * regular expression's \s), an ASCII digit; its number is the longest tail of its last run of digits
  * written canonically (no leading zero) with at most 18 digits, "0" when that tail is all zeros.
  *
- * rebuild() is handed lists the reader has checked already (indices, rows, lengths); it checks every index
- * again and raises IndexError/TypeError rather than touch memory it does not own.
+ * unforms() is handed the lists msgspec decoded from a file: it checks everything before it reads through an
+ * index, and refuses (None) what it does not expect, so no payload makes it touch memory it does not own.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -397,16 +398,15 @@ done:
     return result;
 }
 
-/* Item `i` of `list` as an index below `bound`; -1 with an exception set when it is not. */
+/* Item `i` of `list` (ints the reader's decoder made) as a non-negative Py_ssize_t, or -1: not an int, or
+ * out of range (no exception is left set). */
 static Py_ssize_t
-index_at(PyObject *list, Py_ssize_t i, Py_ssize_t bound, const char *what)
+index_at(PyObject *list, Py_ssize_t i)
 {
-    Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (v < 0 || v >= bound) {
-        PyErr_Format(PyExc_IndexError, "form %zd: %s %zd is out of range", i, what, v);
+    PyObject *item = PyList_GET_ITEM(list, i);
+    Py_ssize_t v = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
+    if (v < 0) {
+        PyErr_Clear();
         return -1;
     }
     return v;
@@ -460,80 +460,128 @@ join_form(PyObject *prefix, long long number, PyObject *suffix)
     return s;
 }
 
+/* None: something about the forms is not as a writer makes it (the caller's Python checks then say what). */
+#define REFUSE()        \
+    do {                \
+        refused = 1;    \
+        goto fail;      \
+    } while (0)
+
 static PyObject *
-cforms_rebuild(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "rebuild(out, literals, rows, prefixes, suffixes, residuals, limit)");
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "unforms(literals, steps, prefixes, suffixes, residuals, n, limit, affix_max)");
         return NULL;
     }
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 5; k++) {
         if (!PyList_CheckExact(args[k])) {
-            PyErr_Format(PyExc_TypeError, "rebuild: argument %d is not a list", k);
+            PyErr_Format(PyExc_TypeError, "unforms: argument %d is not a list", k);
             return NULL;
         }
     }
-    PyObject *out = args[0], *literals = args[1], *rows = args[2];
-    PyObject *prefixes = args[3], *suffixes = args[4], *residuals = args[5];
+    PyObject *literals = args[0], *steps = args[1], *prefixes = args[2], *suffixes = args[3], *residuals = args[4];
+    Py_ssize_t n = PyLong_AsSsize_t(args[5]);
     long long limit = PyLong_AsLongLong(args[6]);
-    if (limit == -1 && PyErr_Occurred()) {
+    Py_ssize_t affix_max = PyLong_AsSsize_t(args[7]);
+    if (PyErr_Occurred()) {
         return NULL;
     }
-    if (limit < 1 || limit > (1LL << 62)) {
-        PyErr_SetString(PyExc_ValueError, "rebuild: limit is out of 1..2**62");
+    if (n < 0 || affix_max < 0 || limit < 1 || limit > (1LL << 62)) {
+        PyErr_SetString(PyExc_ValueError, "unforms: n, limit or affix_max out of range");
         return NULL;
     }
-    Py_ssize_t m = PyList_GET_SIZE(rows);
-    if (PyList_GET_SIZE(prefixes) != m || PyList_GET_SIZE(suffixes) != m || PyList_GET_SIZE(residuals) != m) {
-        PyErr_SetString(PyExc_ValueError, "rebuild: the forms' lists differ in length");
-        return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(steps), width = PyList_GET_SIZE(literals);
+    if (PyList_GET_SIZE(prefixes) != m || PyList_GET_SIZE(suffixes) != m || PyList_GET_SIZE(residuals) != m ||
+        width < n) {
+        Py_RETURN_NONE;
     }
-    Py_ssize_t width = PyList_GET_SIZE(literals), n = PyList_GET_SIZE(out);
     for (Py_ssize_t i = 0; i < width; i++) {
         if (!PyUnicode_Check(PyList_GET_ITEM(literals, i))) {
-            PyErr_Format(PyExc_TypeError, "rebuild: literal %zd is not a str", i);
-            return NULL;
+            Py_RETURN_NONE;
         }
     }
+    int refused = 0, tables = 0;
     LastTable table;
-    if (last_init(&table, m) < 0) {
+    unsigned char *is_form = NULL;
+    Py_ssize_t *rows = NULL;
+    PyObject *out = PyList_GetSlice(literals, 0, n);
+    if (out == NULL) {
         return NULL;
     }
-    Py_ssize_t bad = -1;
+    if (m == 0) {
+        return out;
+    }
+    is_form = PyMem_Calloc((size_t)width, 1);
+    rows = PyMem_New(Py_ssize_t, m);
+    if (is_form == NULL || rows == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* The rows: ascending, below n, each an empty literal (the checks of columnar._Reader.forms). */
+    Py_ssize_t row = 0;
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t row = index_at(rows, j, n, "row");
-        Py_ssize_t p = row < 0 ? -1 : index_at(prefixes, j, width, "prefix");
-        Py_ssize_t q = p < 0 ? -1 : index_at(suffixes, j, width, "suffix");
-        if (q < 0) {
-            goto fail;
+        Py_ssize_t step = index_at(steps, j);
+        if (step < 0 || (j > 0 && step < 1) || step >= n - row + (j == 0 ? row : 0)) {
+            REFUSE();
         }
-        long long residual = PyLong_AsLongLong(PyList_GET_ITEM(residuals, j));
-        if (residual == -1 && PyErr_Occurred()) {
-            goto fail;
+        row = j == 0 ? step : row + step;
+        if (row >= n || PyUnicode_GET_LENGTH(PyList_GET_ITEM(literals, row)) != 0) {
+            REFUSE();
+        }
+        rows[j] = row;
+        is_form[row] = 1;
+    }
+    if (last_init(&table, m) < 0) {
+        goto fail;
+    }
+    tables = 1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t p = index_at(prefixes, j), q = index_at(suffixes, j);
+        if (p < 0 || q < 0 || p >= width || q >= width || is_form[p] || is_form[q]) {
+            REFUSE();
+        }
+        PyObject *prefix = PyList_GET_ITEM(literals, p), *suffix = PyList_GET_ITEM(literals, q);
+        if (PyUnicode_GET_LENGTH(prefix) + PyUnicode_GET_LENGTH(suffix) > affix_max) {
+            REFUSE();
+        }
+        PyObject *item = PyList_GET_ITEM(residuals, j);
+        long long residual = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
+        if (residual == -1 && (!PyLong_Check(item) || PyErr_Occurred())) {
+            PyErr_Clear();
+            REFUSE();
         }
         size_t slot = last_slot(&table, p, q);
         long long before = table.keys[slot] ? table.values[slot] : -1; /* a number stored below: 0..limit-1 */
         /* before + 1 + residual: before is -1..limit-1 (limit <= 2**62), residual any int64, so the sum
          * overflows only above limit, which is out of range anyway. */
         if (residual > LLONG_MAX - (before + 1) || before + 1 + residual < 0 || before + 1 + residual >= limit) {
-            bad = j;
-            break;
+            REFUSE();
         }
         long long number = before + 1 + residual;
         last_set(&table, slot, p, q, number);
-        PyObject *s = join_form(PyList_GET_ITEM(literals, p), number, PyList_GET_ITEM(literals, q));
-        if (s == NULL) {
+        PyObject *text = join_form(prefix, number, suffix);
+        if (text == NULL) {
             goto fail;
         }
-        if (PyList_SetItem(out, row, s) < 0) { /* steals s */
-            goto fail;
-        }
+        PyList_SetItem(out, rows[j], text); /* steals text; releases the empty literal */
     }
     last_free(&table);
-    return PyLong_FromSsize_t(bad);
+    PyMem_Free(is_form);
+    PyMem_Free(rows);
+    return out;
 fail:
-    last_free(&table);
+    if (tables) {
+        last_free(&table);
+    }
+    PyMem_Free(is_form);
+    PyMem_Free(rows);
+    Py_DECREF(out);
+    if (refused) {
+        Py_RETURN_NONE;
+    }
     return NULL;
 }
 
@@ -567,8 +615,8 @@ static PyMethodDef cforms_methods[] = {
      "forms(values, affix_max): the forms encoding of a string column, or None"},
     {"numbered", (PyCFunction)(void (*)(void))cforms_numbered, METH_FASTCALL,
      "numbered(values, affix_max): how many of the strings are forms"},
-    {"rebuild", (PyCFunction)(void (*)(void))cforms_rebuild, METH_FASTCALL,
-     "rebuild(out, literals, rows, prefixes, suffixes, residuals, limit): -1, or the first form out of range"},
+    {"unforms", (PyCFunction)(void (*)(void))cforms_unforms, METH_FASTCALL,
+     "unforms(literals, steps, prefixes, suffixes, residuals, n, limit, affix_max): the n strings, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -4,13 +4,14 @@ from typing import Any
 
 def forms(values: list[str], affix_max: int, /) -> list[Any] | None: ...
 def numbered(values: list[str], affix_max: int, /) -> int: ...
-def rebuild(
-    out: list[str],
+def unforms(
     literals: list[str],
-    rows: list[int],
+    steps: list[int],
     prefixes: list[int],
     suffixes: list[int],
     residuals: list[int],
+    n: int,
     limit: int,
+    affix_max: int,
     /,
-) -> int: ...
+) -> list[str] | None: ...

@@ -219,6 +219,12 @@ class _Reader:
             raise self.error(path, "the forms' columns differ in length", expected=_FORMS_WHAT)
         if len(literals) < n:
             raise self.error(path, f"the column has {len(literals)} literals", expected=f"at least {n}, one per row")
+        if _cforms is not None:  # every check below and the strings in C; None: a check failed, said below
+            strings: list[str] | None = _cforms.unforms(
+                literals, steps, prefixes, suffixes, residuals, n, _FORM_NUMBER_LIMIT, _FORM_AFFIX_MAX
+            )
+            if strings is not None:
+                return strings
         if not steps:
             return literals[:n]
         # Every check first, at C speed where it can be; the rows are built after.
@@ -257,10 +263,6 @@ class _Reader:
         # One pass: each number from the last one with its prefix and suffix, and its string. Numbers
         # are bounded by the residuals (int64) times the forms, so the strings stay short; a number out
         # of range fails the column before the strings are returned.
-        if _cforms is not None:  # the same loop in C: every string built, or the first number out of range
-            if _cforms.rebuild(out, literals, rows, prefixes, suffixes, residuals, _FORM_NUMBER_LIMIT) < 0:
-                return out
-            out = literals[:n]  # that number's error, as the loop below words it
         last: dict[int, int] = {}
         get = last.get
         if min(residuals) >= 0 and sum(residuals) + len(residuals) <= _FORM_NUMBER_LIMIT:
