@@ -175,3 +175,19 @@ def test_python_dash_m(sample: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_version_says_where_the_forms_loops_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracepack.codecs import columnar
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    expected = "C" if columnar._cforms is not None else "Python"
+    assert capsys.readouterr().out.strip().endswith(f"(columnar forms loops in {expected})")
+    monkeypatch.setenv("TRACEPACK_PURE_PYTHON", "1")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip().endswith("(columnar forms loops in Python)")

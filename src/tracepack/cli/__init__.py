@@ -63,9 +63,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``command`` alone when a module registers it."""
     from tracepack import __version__
+    from tracepack.codecs import forms_loops
 
     p = _Parser(prog="tracepack", description="Exported ML graphs and their debug info, typed and interned.")
-    p.add_argument("--version", action="version", version=f"tracepack {__version__}")
+    version = f"tracepack {__version__} (columnar forms loops in {forms_loops()})"
+    p.add_argument("--version", action="version", version=version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     owner = COMMAND_OWNERS.get(command or "")
     for name in COMMAND_MODULES if owner is None else (owner,):

@@ -26,6 +26,8 @@ under any name stays readable.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Final
@@ -42,6 +44,7 @@ __all__ = [
     "choose",
     "codec_by_id",
     "codec_by_name",
+    "forms_loops",
     "resolve",
 ]
 
@@ -120,3 +123,12 @@ def choose(sizes: Mapping[str, int], order: tuple[str, ...] = TORCH_CANDIDATES) 
         raise ValueError(f"no size for any of {', '.join(order)}")
     smallest = min(sizes[c] for c in candidates)
     return next(c for c in candidates if sizes[c] <= smallest * (1 + CHOICE_MARGIN))
+
+
+def forms_loops() -> str:
+    """Where the columnar codec's ``forms`` loops run in this install: ``"C"`` (the ``_cforms`` module is
+    built) or ``"Python"`` (not built, or ``TRACEPACK_PURE_PYTHON`` set); ``tracepack --version`` says it.
+    Found without importing the codec."""
+    if os.environ.get("TRACEPACK_PURE_PYTHON") or importlib.util.find_spec("tracepack.codecs._cforms") is None:
+        return "Python"
+    return "C"
