@@ -166,6 +166,15 @@ def test_the_c_writer_refuses_what_is_not_a_list_of_strings() -> None:
         _cforms.forms(["a1", b"a2"], AFFIX_MAX)  # type: ignore[list-item]
     assert columnar._forms(("a1", "a2")) == columnar._forms_py(["a1", "a2"])  # the codec's wrapper takes any sequence
 
+    class Name(str):
+        __slots__ = ()
+
+    names = [Name(f"add_{i}") for i in range(20)]
+    with pytest.raises(TypeError, match="row 0"):
+        _cforms.forms(names, AFFIX_MAX)  # exact str only: a subclass's methods could run Python code
+    assert columnar._forms(names) == reference_forms([str(s) for s in names])  # the wrapper: the Python loops
+    assert columnar._numbered(names) == (20, 20)
+
 
 def test_the_codec_uses_the_c_loops_and_the_pure_python_build_writes_the_same_bytes() -> None:
     """TRACEPACK_PURE_PYTHON=1 (and an install without the compiled module) runs the Python loops; the

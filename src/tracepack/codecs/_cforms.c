@@ -270,7 +270,6 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (affix_max < 0 && PyErr_Occurred()) {
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(values);
     PyObject *literals = NULL, *where = NULL, *empty = NULL;
     PyObject *steps = NULL, *prefixes = NULL, *suffixes = NULL, *residuals = NULL, *result = NULL;
     Split *splits = NULL;
@@ -279,7 +278,12 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int tables = 0;
     TextCache *cache = NULL;
 
-    literals = PyList_GetSlice(values, 0, n);
+    values = PyList_AsTuple(values); /* owned: nothing can change the strings under the loops */
+    if (values == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
+    literals = PySequence_List(values);
     where = PyDict_New();
     empty = PyUnicode_New(0, 0);
     if (literals == NULL || where == NULL || empty == NULL) {
@@ -292,8 +296,8 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     /* First every row's literal, so that prefixes and suffixes find them wherever they are. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *s = PyList_GET_ITEM(values, i);
-        if (!PyUnicode_Check(s)) {
+        PyObject *s = PyTuple_GET_ITEM(values, i);
+        if (!PyUnicode_CheckExact(s)) {
             PyErr_Format(PyExc_TypeError, "row %zd of a string column is not a str", i);
             goto done;
         }
@@ -344,7 +348,7 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t previous_row = 0;
     for (Py_ssize_t j = 0; j < count; j++) {
         Split *f = &splits[j];
-        PyObject *s = PyList_GET_ITEM(values, f->row);
+        PyObject *s = PyTuple_GET_ITEM(values, f->row);
         PyObject *pp, *qq;
         Py_ssize_t p = literal_of(where, literals, cache, s, 0, f->start, &pp);
         if (p < 0) {
@@ -383,6 +387,7 @@ cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyList_SET_ITEM(result, k, parts[k]);
     }
 done:
+    Py_DECREF(values);
     PyMem_Free(splits);
     PyMem_Free(cache);
     if (tables) {
@@ -396,20 +401,6 @@ done:
     Py_XDECREF(suffixes);
     Py_XDECREF(residuals);
     return result;
-}
-
-/* Item `i` of `list` (ints the reader's decoder made) as a non-negative Py_ssize_t, or -1: not an int, or
- * out of range (no exception is left set). */
-static Py_ssize_t
-index_at(PyObject *list, Py_ssize_t i)
-{
-    PyObject *item = PyList_GET_ITEM(list, i);
-    Py_ssize_t v = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
-    if (v < 0) {
-        PyErr_Clear();
-        return -1;
-    }
-    return v;
 }
 
 /* prefix + the decimal digits of `number` (0 <= number) + suffix, as a canonical str. */
@@ -467,6 +458,28 @@ join_form(PyObject *prefix, long long number, PyObject *suffix)
         goto fail;      \
     } while (0)
 
+/* The integers of `list` (exact ints, as a decoder makes them) into `out`; 0, or -1 when one is not an int or
+ * is outside 0..PY_SSIZE_T_MAX (signed: outside int64), with no exception left set. Nothing is allocated
+ * here, so no other code runs while the list is read. */
+static int
+read_ints(PyObject *list, long long *out, int is_signed)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyLong_CheckExact(item)) {
+            return -1;
+        }
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred()) || (!is_signed && (v < 0 || v > PY_SSIZE_T_MAX))) {
+            PyErr_Clear();
+            return -1;
+        }
+        out[i] = v;
+    }
+    return 0;
+}
+
 static PyObject *
 cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -482,7 +495,6 @@ cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    PyObject *literals = args[0], *steps = args[1], *prefixes = args[2], *suffixes = args[3], *residuals = args[4];
     Py_ssize_t n = PyLong_AsSsize_t(args[5]);
     long long limit = PyLong_AsLongLong(args[6]);
     Py_ssize_t affix_max = PyLong_AsSsize_t(args[7]);
@@ -493,45 +505,71 @@ cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "unforms: n, limit or affix_max out of range");
         return NULL;
     }
-    Py_ssize_t m = PyList_GET_SIZE(steps), width = PyList_GET_SIZE(literals);
-    if (PyList_GET_SIZE(prefixes) != m || PyList_GET_SIZE(suffixes) != m || PyList_GET_SIZE(residuals) != m ||
-        width < n) {
-        Py_RETURN_NONE;
-    }
-    for (Py_ssize_t i = 0; i < width; i++) {
-        if (!PyUnicode_Check(PyList_GET_ITEM(literals, i))) {
+    Py_ssize_t m = PyList_GET_SIZE(args[1]);
+    for (int k = 2; k < 5; k++) {
+        if (PyList_GET_SIZE(args[k]) != m) {
             Py_RETURN_NONE;
         }
     }
     int refused = 0, tables = 0;
     LastTable table;
     unsigned char *is_form = NULL;
-    Py_ssize_t *rows = NULL;
-    PyObject *out = PyList_GetSlice(literals, 0, n);
-    if (out == NULL) {
-        return NULL;
-    }
-    if (m == 0) {
-        return out;
-    }
-    is_form = PyMem_Calloc((size_t)width, 1);
-    rows = PyMem_New(Py_ssize_t, m);
-    if (is_form == NULL || rows == NULL) {
+    long long *ints = NULL;
+    PyObject *literals = NULL, *out = NULL;
+    /* The four integer lists, read before anything else is allocated: steps, prefixes, suffixes, residuals. */
+    ints = PyMem_New(long long, 4 * (size_t)m + 1);
+    if (ints == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    /* The rows: ascending, below n, each an empty literal (the checks of columnar._Reader.forms). */
+    long long *steps = ints, *prefixes = ints + m, *suffixes = ints + 2 * m, *residuals = ints + 3 * m;
+    if (read_ints(args[1], steps, 0) < 0 || read_ints(args[2], prefixes, 0) < 0 ||
+        read_ints(args[3], suffixes, 0) < 0 || read_ints(args[4], residuals, 1) < 0) {
+        REFUSE();
+    }
+    literals = PyList_AsTuple(args[0]); /* the literals, owned: nothing can change them under the loop */
+    if (literals == NULL) {
+        goto fail;
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(literals);
+    if (width < n) {
+        REFUSE();
+    }
+    for (Py_ssize_t i = 0; i < width; i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(literals, i))) {
+            REFUSE();
+        }
+    }
+    out = PyList_New(n);
+    if (out == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *literal = PyTuple_GET_ITEM(literals, i);
+        Py_INCREF(literal);
+        PyList_SET_ITEM(out, i, literal);
+    }
+    if (m == 0) {
+        goto done;
+    }
+    is_form = PyMem_Calloc((size_t)width, 1);
+    if (is_form == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* The rows: ascending, below n, each an empty literal (the checks of columnar._Reader.forms). The
+     * steps are rewritten in place into the rows. */
     Py_ssize_t row = 0;
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t step = index_at(steps, j);
-        if (step < 0 || (j > 0 && step < 1) || step >= n - row + (j == 0 ? row : 0)) {
+        Py_ssize_t step = (Py_ssize_t)steps[j];
+        if ((j > 0 && step < 1) || step >= (j == 0 ? n : n - row)) {
             REFUSE();
         }
         row = j == 0 ? step : row + step;
-        if (row >= n || PyUnicode_GET_LENGTH(PyList_GET_ITEM(literals, row)) != 0) {
+        if (PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(literals, row)) != 0) {
             REFUSE();
         }
-        rows[j] = row;
+        steps[j] = row;
         is_form[row] = 1;
     }
     if (last_init(&table, m) < 0) {
@@ -539,20 +577,15 @@ cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     tables = 1;
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t p = index_at(prefixes, j), q = index_at(suffixes, j);
-        if (p < 0 || q < 0 || p >= width || q >= width || is_form[p] || is_form[q]) {
+        Py_ssize_t p = (Py_ssize_t)prefixes[j], q = (Py_ssize_t)suffixes[j];
+        if (p >= width || q >= width || is_form[p] || is_form[q]) {
             REFUSE();
         }
-        PyObject *prefix = PyList_GET_ITEM(literals, p), *suffix = PyList_GET_ITEM(literals, q);
+        PyObject *prefix = PyTuple_GET_ITEM(literals, p), *suffix = PyTuple_GET_ITEM(literals, q);
         if (PyUnicode_GET_LENGTH(prefix) + PyUnicode_GET_LENGTH(suffix) > affix_max) {
             REFUSE();
         }
-        PyObject *item = PyList_GET_ITEM(residuals, j);
-        long long residual = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
-        if (residual == -1 && (!PyLong_Check(item) || PyErr_Occurred())) {
-            PyErr_Clear();
-            REFUSE();
-        }
+        long long residual = residuals[j];
         size_t slot = last_slot(&table, p, q);
         long long before = table.keys[slot] ? table.values[slot] : -1; /* a number stored below: 0..limit-1 */
         /* before + 1 + residual: before is -1..limit-1 (limit <= 2**62), residual any int64, so the sum
@@ -566,19 +599,24 @@ cforms_unforms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (text == NULL) {
             goto fail;
         }
-        PyList_SetItem(out, rows[j], text); /* steals text; releases the empty literal */
+        PyList_SetItem(out, (Py_ssize_t)steps[j], text); /* steals text; releases the empty literal */
     }
-    last_free(&table);
+done:
+    if (tables) {
+        last_free(&table);
+    }
     PyMem_Free(is_form);
-    PyMem_Free(rows);
+    PyMem_Free(ints);
+    Py_XDECREF(literals);
     return out;
 fail:
     if (tables) {
         last_free(&table);
     }
     PyMem_Free(is_form);
-    PyMem_Free(rows);
-    Py_DECREF(out);
+    PyMem_Free(ints);
+    Py_XDECREF(literals);
+    Py_XDECREF(out);
     if (refused) {
         Py_RETURN_NONE;
     }
@@ -601,7 +639,7 @@ cforms_numbered(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Split split;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); i++) {
         PyObject *s = PyList_GET_ITEM(args[0], i);
-        if (!PyUnicode_Check(s)) {
+        if (!PyUnicode_CheckExact(s)) {
             PyErr_Format(PyExc_TypeError, "row %zd of a string column is not a str", i);
             return NULL;
         }

@@ -391,7 +391,10 @@ def _forms(values: Sequence[str]) -> list[Any] | None:
     computed by the C module ``_cforms`` where it is built (the same lists; about 15x faster)."""
     if _cforms is None:
         return _forms_py(values)
-    forms: list[Any] | None = _cforms.forms(values if type(values) is list else list(values), _FORM_AFFIX_MAX)
+    try:
+        forms: list[Any] | None = _cforms.forms(values if type(values) is list else list(values), _FORM_AFFIX_MAX)
+    except TypeError:  # not every row an exact str (a subclass): the Python loops take any str
+        return _forms_py(values)
     return forms
 
 
@@ -449,7 +452,7 @@ def _numbered(values: Sequence[str]) -> tuple[int, int]:
     """``(numbered, sampled)``: how many of an evenly spaced sample of :data:`_FORMS_SAMPLE` rows of
     ``values`` (all rows when fewer) are numbered strings, and the sample's size."""
     sample = values[:: max(1, len(values) // _FORMS_SAMPLE)]
-    if _cforms is not None:
+    if _cforms is not None and all(type(s) is str for s in sample):
         return int(_cforms.numbered(list(sample), _FORM_AFFIX_MAX)), len(sample)
     match = _FORM.fullmatch
     return sum(1 for s in sample if len(s) <= _FORM_AFFIX_MAX and match(s) is not None), len(sample)
