@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,10 +20,17 @@ import tracepack
 from tests.columnar.forms_spec import forms_columns, reference_forms
 from tracepack.codecs import _cforms, columnar
 from tracepack.errors import DecodeError
+from tracepack.torch.export.model_json import export_model_json, import_model_json
 from tracepack.versions import CURRENT
 
 LIMIT = columnar._FORM_NUMBER_LIMIT
 AFFIX_MAX = columnar._FORM_AFFIX_MAX
+
+
+def _model_json(path: Path) -> bytes | None:
+    with zipfile.ZipFile(path) as archive:
+        names = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
+        return archive.read(names[0]) if len(names) == 1 else None
 
 
 def _read(n: int, forms: list[Any]) -> list[str] | str:
@@ -202,3 +211,24 @@ def test_the_codec_uses_the_c_loops_and_the_pure_python_build_writes_the_same_by
     assert pure == data
     assert tracepack.loads(data) == b.build()
     assert columnar.decode(columnar.encode(b.build().raw, CURRENT), CURRENT) == b.build().raw
+
+
+_TORCH_DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
+#: Archives real torch releases wrote (2.8 on keep model.json under models/) and the 2.13 corpus.
+_TORCH_FILES = sorted(
+    p for p in [*_TORCH_DATA.glob("releases/*/*.pt2"), *_TORCH_DATA.glob("corpus/*.pt2")] if _model_json(p) is not None
+)
+
+
+@pytest.mark.parametrize("path", _TORCH_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_torch_files_write_the_same_bytes_and_come_back_as_torch_wrote_them(path: Path) -> None:
+    """On model.json files real torch releases wrote: the C and the Python loops write the same columnar
+    bytes, and each reads back torch's model.json byte for byte."""
+    original = _model_json(path)
+    assert original is not None
+    doc = import_model_json(original)
+    data = tracepack.dumps(doc, codec="columnar", compression="none")
+    with columnar.python_loops():
+        assert tracepack.dumps(doc, codec="columnar", compression="none") == data
+        assert export_model_json(tracepack.loads(data)) == original
+    assert export_model_json(tracepack.loads(data)) == original

@@ -31,10 +31,6 @@ from tracepack.cli._common import (
 from tracepack.codecs import TORCH_CANDIDATES, choose
 from tracepack.errors import TracepackError, UsageError
 
-#: Codecs ``convert`` tries for a torch input when no ``--codec`` is given (``codecs.choose`` picks one:
-#: the smallest file, or a faster codec's within 5% of it).
-TORCH_CODECS = TORCH_CANDIDATES
-
 
 def _convert_targets(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(input, output) pairs: ``SRC DST``, or ``SRC... DIR`` (each into DIR/<name>.tpk), as cp does."""
@@ -90,7 +86,8 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
         if torch_input and args.zstd_dict is None and args.compression == "zstd":
             zdict = dictionaries.get(dictionaries.default_for(doc))  # built in: readers need no file
         # --codec flatbuffers is the column layout: reported (and in inspect) as flatbuffers-columns
-        codecs = [resolve(args.codec)] if args.codec else list(TORCH_CODECS) if torch_input else ["msgpack"]
+        # for torch inputs codecs.choose picks one: the smallest file, or a faster codec's within 5% of it
+        codecs = [resolve(args.codec)] if args.codec else list(TORCH_CANDIDATES) if torch_input else ["msgpack"]
         version = parse_version(args.to_version)
         stages.step(f"encoding ({', '.join(codecs)})")
         written = {

@@ -257,19 +257,27 @@ literal_of(PyObject *where, PyObject *literals, TextCache *cache, PyObject *s, P
     return index;
 }
 
+/* The arguments of forms() and numbered(): a list of strings and the longest form; 0, or -1 with TypeError. */
+static int
+values_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *affix_max)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s(values: list[str], affix_max: int)", name);
+        return -1;
+    }
+    *affix_max = PyLong_AsSsize_t(args[1]);
+    return *affix_max == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *
 cforms_forms(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "forms(values: list[str], affix_max: int)");
+    Py_ssize_t affix_max;
+    if (values_args("forms", args, nargs, &affix_max) < 0) {
         return NULL;
     }
     PyObject *values = args[0];
-    Py_ssize_t affix_max = PyLong_AsSsize_t(args[1]);
-    if (affix_max < 0 && PyErr_Occurred()) {
-        return NULL;
-    }
     PyObject *literals = NULL, *where = NULL, *empty = NULL;
     PyObject *steps = NULL, *prefixes = NULL, *suffixes = NULL, *residuals = NULL, *result = NULL;
     Split *splits = NULL;
@@ -627,12 +635,8 @@ static PyObject *
 cforms_numbered(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "numbered(values: list[str], affix_max: int)");
-        return NULL;
-    }
-    Py_ssize_t affix_max = PyLong_AsSsize_t(args[1]);
-    if (affix_max < 0 && PyErr_Occurred()) {
+    Py_ssize_t affix_max;
+    if (values_args("numbered", args, nargs, &affix_max) < 0) {
         return NULL;
     }
     Py_ssize_t count = 0;

@@ -467,16 +467,20 @@ def _mostly_numbered(values: Sequence[str]) -> bool:
     than the plain column (torch exports below ~60 nodes: 14-49% of the strings numbered; it first
     pays at ~65%), and computing it only to drop it was most of the writer's time there.
     """
-    numbered, sampled = _numbered(values)
+    return _may_pay(*_numbered(values))
+
+
+def _may_pay(numbered: int, sampled: int) -> bool:
+    """:func:`_mostly_numbered` on the sample's counts."""
     return 2 * numbered >= sampled
 
 
 def _surely_forms(numbered: int, sampled: int) -> bool:
     """Whether so much of the sample is numbered (:data:`_FORMS_SURE`) that ``forms`` is written without
-    the trial compressions: across the test corpus and the size ladder (41 torch exports, 5 to 10,245
-    nodes), every string table with 60% or more of its sample numbered was smaller as forms, by 1-85%
-    after zstd, or within 0.4% of the plain column (60-70% numbered: transformers of 47-69 nodes); the
-    trial cost 35-120 us a file, as much as writing the forms themselves."""
+    the trial compressions: across the test corpus, the release samples and the size ladder (50 torch
+    string tables, 5 to 10,245 nodes), every string table with 60% or more of its sample numbered was
+    smaller as forms, by 1-85% after zstd, or within 0.4% of the plain column (60-70% numbered:
+    transformers of 47-69 nodes); the trial cost 35-120 us a file, as much as writing the forms."""
     return numbered * _FORMS_SURE[1] >= sampled * _FORMS_SURE[0]
 
 
@@ -502,7 +506,7 @@ class _Writer:
         encoding = PLAIN
         if strings and len(values) >= self.forms_min_rows:
             numbered, sampled = _numbered(values)
-            forms = _forms(values) if 2 * numbered >= sampled else None
+            forms = _forms(values) if _may_pay(numbered, sampled) else None
             if forms is not None:
                 packed = _encoder.encode(forms)
                 if _surely_forms(numbered, sampled) or len(_ZSTD.compress(packed)) < len(_ZSTD.compress(data)):
