@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench cpp cpp-asan cpp-deps samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,7 +57,7 @@ demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed aga
 smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
 	$(BIN)/python scripts/smoke_wheel.py
 
-test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profile on CI)
+test: $(STAMP) venv-torch cpp cpp-asan ## Run the whole test suite (thorough hypothesis profile on CI), the C++ reader's included
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
@@ -77,6 +77,22 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/python -m tracepack.codegen generate
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root).
+cpp-deps:
+	@if ! command -v $(CXX) >/dev/null 2>&1 || ! printf '#include <zstd.h>\n#include <zlib.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev; \
+		else \
+			echo "make cpp needs g++, libzstd-dev and zlib1g-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
+		fi; \
+	fi
+
+cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracepack cat`); installs g++/libzstd if missing
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build
+
+cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
 
 bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
 	$(BIN)/python -m benchmarks.run
@@ -130,5 +146,5 @@ executorch-dictionary-check: ## Fail unless the ExecuTorch corpus retrains into 
 	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
 	$(BIN)/python scripts/executorch/train_dictionary.py --check
 
-clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+clean: ## Remove the virtual environment, caches and build/
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build
