@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "tracepack/dictionaries.hpp"
 
@@ -97,9 +98,11 @@ std::string describe_content(std::string_view data) {
 
 bool read_header(std::string_view data, Header& h, Error& error) {
     if (data.size() < kHeaderSize) {
-        if (data.empty() || data != std::string_view(kMagic, std::min<std::size_t>(8, data.size())).substr(0, std::min<std::size_t>(8, data.size())) ||
-            std::memcmp(data.data(), kMagic, std::min<std::size_t>(8, data.size())) != 0) {
-            error = container_error("byte 0", data.empty() ? "file is empty" : "not a tracepack container: " + container_describe(data.substr(0, 64)),
+        const std::size_t n = std::min<std::size_t>(8, data.size());
+        if (data.empty() || std::memcmp(data.data(), kMagic, n) != 0) {
+            error = container_error("byte 0",
+                                    data.empty() ? "file is empty"
+                                                 : "not a tracepack container: " + container_describe(data.substr(0, 64)),
                                     kExpectedMagic);
             return false;
         }
@@ -177,15 +180,20 @@ bool decompress(std::string_view stored, const Header& h, const DictionaryFolder
                 Error& error) {
     std::string dict;
     if (h.dict_id) {
-        const BuiltinDictionary* spec = builtin_dictionary(h.dict_id);
+        std::vector<BuiltinDictionary> all;
+        if (!builtin_dictionaries(folder.path, all, error)) return false;
+        const BuiltinDictionary* spec = nullptr;
+        for (const auto& d : all) {
+            if (d.id == h.dict_id) spec = &d;
+        }
         if (spec == nullptr) {
             error = container_error("header byte 20",
                                     "compressed with zstd dictionary " + std::to_string(h.dict_id) +
                                         ", which this install does not have",
-                                    "that dictionary (--zstd-dict / zstd_dict=); built-in: " + known_dictionaries());
+                                    "that dictionary (--zstd-dict / zstd_dict=); built-in: " + known_dictionaries(all));
             return false;
         }
-        if (!load_dictionary(*spec, folder.path, dict, error)) return false;
+        if (!load_dictionary(*spec, all, folder.path, dict, error)) return false;
     }
     std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
     if (!dctx) {

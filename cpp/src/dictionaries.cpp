@@ -2,37 +2,65 @@
 #include "tracepack/dictionaries.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tracepack {
 
 namespace {
 
-// spec §8.2: ids are 0x54504B00 + a serial (torch.export from 0x54504B01, ExecuTorch from 0x54504B20).
-// tests/cpp/test_dictionaries.py checks this table against tracepack.dictionaries.BUILTIN.
-const BuiltinDictionary kTable[] = {
-    {"torch-export-1", 0x54504B01, "torch-export-1.dict",
-     "09f7a0b06412853c856c5b841e633886a46e7cf8ece067ee8bfce7c84822c3e8", ""},
-    {"torch-export-2", 0x54504B02, "torch-export-2.dict",
-     "39485dedb99d68dc5551802117897dfa9a99cc2b77232cb602599ccaef0d6028", ""},
-    {"torch-export-3", 0x54504B03, "torch-export-3.dict",
-     "f611fa4a02385a5d7be13ca88fb8573c02e8cc35b5ba3d0b01d3b71375cf526c", ""},
-    {"executorch-edge-1", 0x54504B20, "executorch-edge-1.dict",
-     "ca6dc0b2a8e508fdd0b41f5150b11b25f669277708e5e2191888b2041ac4a9f5",
-     "superseded by executorch-edge-2 in the session that trained it"},
-    {"executorch-edge-2", 0x54504B21, "executorch-edge-2.dict",
-     "cc78c2e843b2d9a93c657cdc5e48aab988324317039865a4d3f887d8029d69b8", ""},
-    {"torch-export-4", 0x54504B04, "torch-export-4.dict",
-     "8219b4196957ed8e5009bdd090a57c02ee17380bd97afbbfb0f9c8881b50d23a",
-     "superseded by torch-export-6 in the session that trained it"},
-    {"torch-export-5", 0x54504B05, "torch-export-5.dict",
-     "df7c3ddc0def695993a0561229b614b610ae02669343bb37f0d496c544c61c5a",
-     "superseded by torch-export-6 in the session that trained it"},
-    {"torch-export-6", 0x54504B06, "torch-export-6.dict",
-     "04caf868a7cf5277565e5924e888fe046c0a84df3f116d7471f853169b2492b8", ""},
-    {"torch-export-7", 0x54504B07, "torch-export-7.dict",
-     "47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4", ""},
+// spec §8.2: ids are 0x54504B00 + a serial (torch.export from 0x54504B01, ExecuTorch from 0x54504B20). The
+// list as it was when the manifest came; tests/cpp/test_dictionaries.py checks it against the manifest
+// and tracepack.dictionaries.BUILTIN (whose reasons withdrawn dictionaries are refused with).
+struct Compiled {
+    const char* name;
+    std::uint32_t id;
+    const char* sha256;
+    const char* withdrawn;
 };
+const Compiled kCompiled[] = {
+    {"torch-export-1", 0x54504B01, "09f7a0b06412853c856c5b841e633886a46e7cf8ece067ee8bfce7c84822c3e8", ""},
+    {"torch-export-2", 0x54504B02, "39485dedb99d68dc5551802117897dfa9a99cc2b77232cb602599ccaef0d6028", ""},
+    {"torch-export-3", 0x54504B03, "f611fa4a02385a5d7be13ca88fb8573c02e8cc35b5ba3d0b01d3b71375cf526c", ""},
+    {"executorch-edge-1", 0x54504B20, "ca6dc0b2a8e508fdd0b41f5150b11b25f669277708e5e2191888b2041ac4a9f5",
+     "superseded by executorch-edge-2 in the session that trained it"},
+    {"executorch-edge-2", 0x54504B21, "cc78c2e843b2d9a93c657cdc5e48aab988324317039865a4d3f887d8029d69b8", ""},
+    {"torch-export-4", 0x54504B04, "8219b4196957ed8e5009bdd090a57c02ee17380bd97afbbfb0f9c8881b50d23a",
+     "superseded by torch-export-6 in the session that trained it"},
+    {"torch-export-5", 0x54504B05, "df7c3ddc0def695993a0561229b614b610ae02669343bb37f0d496c544c61c5a",
+     "superseded by torch-export-6 in the session that trained it"},
+    {"torch-export-6", 0x54504B06, "04caf868a7cf5277565e5924e888fe046c0a84df3f116d7471f853169b2492b8", ""},
+    {"torch-export-7", 0x54504B07, "47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4", ""},
+};
+
+const char* compiled_reason(std::uint32_t id) {
+    for (const auto& c : kCompiled) {
+        if (c.id == id && *c.withdrawn) return c.withdrawn;
+    }
+    return "";
+}
+
+bool read_file(const std::string& path, std::string& out) {
+    std::FILE* in = std::fopen(path.c_str(), "rb");
+    if (in == nullptr) return false;
+    out.clear();
+    char buf[1 << 16];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) out.append(buf, n);
+    std::fclose(in);
+    return true;
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (true) {
+        std::size_t at = line.find(sep, start);
+        out.push_back(line.substr(start, at == std::string::npos ? std::string::npos : at - start));
+        if (at == std::string::npos) return out;
+        start = at + 1;
+    }
+}
 
 // --- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------
 
@@ -133,55 +161,95 @@ std::string sha256_hex(std::string_view data) {
     return s.hex();
 }
 
-const BuiltinDictionary* builtin_dictionaries(std::size_t& count) noexcept {
-    count = sizeof kTable / sizeof kTable[0];
-    return kTable;
-}
-
-const BuiltinDictionary* builtin_dictionary(std::uint32_t id) noexcept {
-    for (const auto& d : kTable) {
-        if (d.id == id) return &d;
+bool builtin_dictionaries(const std::string& folder, std::vector<BuiltinDictionary>& out, Error& error) {
+    out.clear();
+    std::string text;
+    const std::string where = "tracepack/data/zstd/MANIFEST.tsv";
+    if (!read_file(folder + "/MANIFEST.tsv", text)) {
+        for (const auto& c : kCompiled) {
+            out.push_back({c.name, c.id, std::string(c.name) + ".dict", c.sha256, *c.withdrawn != 0, c.withdrawn});
+        }
+        return true;
     }
-    return nullptr;
+    // spec §8.2: `#` comments, a line of column names, then one tab-separated line per dictionary.
+    bool header = false;
+    std::size_t start = 0;
+    std::size_t lineno = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        start = end == std::string::npos ? text.size() : end + 1;
+        ++lineno;
+        if (line.empty() || line[0] == '#') continue;
+        std::vector<std::string> f = split(line, '\t');
+        if (!header) {
+            if (line != "id\tname\tfile\tsha256\tstatus") {
+                error = Error{ErrorClass::ContainerError, where, "line " + std::to_string(lineno) + " is not the column names",
+                              "id, name, file, sha256, status", true};
+                return false;
+            }
+            header = true;
+            continue;
+        }
+        char* endp = nullptr;
+        unsigned long id = f.size() == 5 ? std::strtoul(f[0].c_str(), &endp, 10) : 0;
+        if (f.size() != 5 || endp == nullptr || *endp || f[0].empty() || id > 0xFFFFFFFFUL ||
+            (f[4] != "shipped" && f[4] != "withdrawn")) {
+            error = Error{ErrorClass::ContainerError, where, "line " + std::to_string(lineno) + " is malformed",
+                          "id, name, file, sha256 and shipped or withdrawn, separated by tabs", true};
+            return false;
+        }
+        auto did = static_cast<std::uint32_t>(id);
+        bool withdrawn = f[4] == "withdrawn";
+        out.push_back({f[1], did, f[2], f[3], withdrawn, withdrawn ? compiled_reason(did) : ""});
+    }
+    return true;
 }
 
-std::string known_dictionaries() {
+std::string known_dictionaries(const std::vector<BuiltinDictionary>& all) {
     std::string out;
-    for (const auto& d : kTable) {
-        if (*d.withdrawn) continue;
+    for (const auto& d : all) {
+        if (d.withdrawn) continue;
         if (!out.empty()) out += ", ";
         out += std::to_string(d.id) + " (" + d.name + ")";
     }
     return out.empty() ? "none" : out;
 }
 
-bool load_dictionary(const BuiltinDictionary& spec, const std::string& folder, std::string& bytes, Error& error) {
-    if (*spec.withdrawn) {
+bool load_dictionary(const BuiltinDictionary& spec, const std::vector<BuiltinDictionary>& all,
+                     const std::string& folder, std::string& bytes, Error& error) {
+    if (spec.withdrawn) {
+        std::string why = spec.reason.empty() ? "" : " (" + spec.reason + ")";
         error = Error{ErrorClass::ContainerError, "header byte 20",
-                      std::string("zstd dictionary ") + spec.name + " (id " + std::to_string(spec.id) +
-                          ") was withdrawn before any release (" + spec.withdrawn + "); no build ships it",
-                      "a file written with a shipped dictionary (" + known_dictionaries() +
+                      "zstd dictionary " + spec.name + " (id " + std::to_string(spec.id) +
+                          ") was withdrawn before any release" + why + "; no build ships it",
+                      "a file written with a shipped dictionary (" + known_dictionaries(all) +
                           "): convert it again from its source",
                       true};
         return false;
     }
-    std::string where = std::string("tracepack/data/zstd/") + spec.file;
-    std::FILE* in = std::fopen((folder + "/" + spec.file).c_str(), "rb");
-    if (in == nullptr) {
+    std::string where = "tracepack/data/zstd/" + spec.file;
+    if (!read_file(folder + "/" + spec.file, bytes)) {
         error = Error{ErrorClass::ContainerError, where,
-                      std::string("built-in zstd dictionary ") + spec.name + " (id " + std::to_string(spec.id) +
+                      "built-in zstd dictionary " + spec.name + " (id " + std::to_string(spec.id) +
                           ") is missing from this install",
                       {}, false};
         return false;
     }
-    bytes.clear();
-    char buf[1 << 16];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) bytes.append(buf, n);
-    std::fclose(in);
     if (sha256_hex(bytes) != spec.sha256) {
         error = Error{ErrorClass::ContainerError, where,
-                      std::string("built-in zstd dictionary ") + spec.name + " is damaged (checksum mismatch)", {}, false};
+                      "built-in zstd dictionary " + spec.name + " is damaged (checksum mismatch)", {}, false};
+        return false;
+    }
+    // zstd's dictionary format: magic 37 A4 30 EC, then the id (spec §8.2)
+    std::uint32_t got = 0;
+    if (bytes.size() >= 8 && bytes.compare(0, 4, "\x37\xA4\x30\xEC") == 0) {
+        for (int i = 3; i >= 0; --i) got = got << 8 | static_cast<unsigned char>(bytes[4 + static_cast<std::size_t>(i)]);
+    }
+    if (got != spec.id) {
+        error = Error{ErrorClass::ContainerError, where,
+                      "built-in zstd dictionary " + spec.name + " has id " + std::to_string(got),
+                      std::to_string(spec.id), true};
         return false;
     }
     return true;

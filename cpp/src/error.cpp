@@ -16,7 +16,7 @@ const char* error_class_name(ErrorClass cls) noexcept {
         case ErrorClass::IntegrityError: return "IntegrityError";
         case ErrorClass::UsageError: return "UsageError";
         case ErrorClass::NotFoundError: return "NotFoundError";
-        case ErrorClass::InternalError: return "TracepackError";
+        case ErrorClass::InternalError: return "InternalError";
     }
     return "TracepackError";
 }
@@ -62,7 +62,7 @@ void json_string(std::string& out, std::string_view s) {
             out += "\\b";
         } else if (c == '\f') {
             out += "\\f";
-        } else if (c < 0x20 || c == 0x7f) {
+        } else if (c < 0x20) {
             std::snprintf(buf, sizeof buf, "\\u%04x", c);
             out += buf;
         } else if (c < 0x80) {

@@ -117,10 +117,14 @@ bool Reader::string(std::size_t pos, std::string& out) {
     std::uint32_t size;
     if (!u32(pos, size)) return false;
     const std::uint64_t end = static_cast<std::uint64_t>(pos) + 4 + size;
-    if (end > n_) {
+    if (end >= n_) {
         return f_.fail(ErrorClass::DecodeError, "string of " + num(size) + " bytes at byte " +
                                                     num(static_cast<std::int64_t>(pos)) + " overruns the buffer (" +
                                                     num(static_cast<std::int64_t>(n_)) + " bytes)");
+    }
+    if (d_[end] != 0) {  // a string ends in a NUL (spec §5.1), as FlatBuffers' Verifier checks
+        return f_.fail(ErrorClass::DecodeError, "string of " + num(size) + " bytes at byte " +
+                                                    num(static_cast<std::int64_t>(pos)) + " has no NUL after it");
     }
     std::string_view v(reinterpret_cast<const char*>(d_ + pos + 4), size);
     if (!utf8::valid(v)) return utf8_failure(v);
@@ -136,10 +140,14 @@ bool Reader::string_item(std::size_t pos, std::string& out) {
     }
     std::uint32_t size = load32(d_ + pos);
     const std::uint64_t end = static_cast<std::uint64_t>(pos) + 4 + size;
-    if (end > n_) {
+    if (end >= n_) {
         return f_.fail(ErrorClass::DecodeError, "string at byte " + num(static_cast<std::int64_t>(pos)) +
                                                     " overruns the buffer (" + num(static_cast<std::int64_t>(n_)) +
                                                     " bytes)");
+    }
+    if (d_[end] != 0) {
+        return f_.fail(ErrorClass::DecodeError,
+                       "string at byte " + num(static_cast<std::int64_t>(pos)) + " has no NUL after it");
     }
     std::string_view v(reinterpret_cast<const char*>(d_ + pos + 4), size);
     if (!utf8::valid(v)) return utf8_failure(v);

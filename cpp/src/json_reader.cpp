@@ -693,4 +693,136 @@ bool Reader::finish() {
     return true;
 }
 
+namespace {
+
+// Decode the JSON string at text[i] (its opening quote), already known to be valid; i moves past it.
+std::string unquote(std::string_view text, std::size_t& i) {
+    std::string out;
+    ++i;
+    while (text[i] != '"') {
+        char c = text[i];
+        if (c != '\\') {
+            out += c;
+            ++i;
+            continue;
+        }
+        char e = text[i + 1];
+        i += 2;
+        switch (e) {
+            case 'n': out += '\n'; break;
+            case 't': out += '\t'; break;
+            case 'r': out += '\r'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'u': {
+                auto hex = [&](std::size_t at) {
+                    unsigned v = 0;
+                    for (std::size_t k = 0; k < 4; ++k) {
+                        char h = text[at + k];
+                        v = v << 4 | static_cast<unsigned>(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+                    }
+                    return v;
+                };
+                unsigned cp = hex(i);
+                i += 4;
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (hex(i + 2) - 0xDC00);
+                    i += 6;
+                }
+                if (cp < 0x80) {
+                    out += static_cast<char>(cp);
+                } else if (cp < 0x800) {
+                    out += static_cast<char>(0xC0 | (cp >> 6));
+                    out += static_cast<char>(0x80 | (cp & 0x3F));
+                } else if (cp < 0x10000) {
+                    out += static_cast<char>(0xE0 | (cp >> 12));
+                    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+                    out += static_cast<char>(0x80 | (cp & 0x3F));
+                } else {
+                    out += static_cast<char>(0xF0 | (cp >> 18));
+                    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+                    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+                    out += static_cast<char>(0x80 | (cp & 0x3F));
+                }
+                break;
+            }
+            default: out += e; break;  // " \ /
+        }
+    }
+    ++i;
+    return out;
+}
+
+struct Frame {
+    bool object;
+    bool expect_key;
+    std::vector<std::string> keys;
+    bool duplicate = false;
+    std::string first_duplicate;
+};
+
+}  // namespace
+
+bool check_text(std::string_view text, rt::Failure& failure) {
+    utf8::Problem bad = utf8::check(text);
+    if (bad.reason != nullptr) {
+        return failure.fail_at(ErrorClass::DecodeError, "payload",
+                               "not valid UTF-8 at byte " + std::to_string(bad.start) + " (" + bad.reason + ")");
+    }
+    // The text is valid JSON (the decoder accepted it): find the first object, in the order objects end,
+    // whose members repeat a name, and the first repeated name in it.
+    std::vector<Frame> stack;
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (i < n) {
+        char c = text[i];
+        switch (c) {
+            case '{': stack.push_back(Frame{true, true, {}, false, {}}); ++i; break;
+            case '[': stack.push_back(Frame{false, false, {}, false, {}}); ++i; break;
+            case '}':
+            case ']': {
+                if (!stack.empty()) {
+                    Frame& top = stack.back();
+                    if (top.duplicate) {
+                        return failure.fail_at(ErrorClass::DecodeError, "payload",
+                                               "an object has the name " + rt::py_repr(top.first_duplicate) + " twice",
+                                               "each name once");
+                    }
+                    stack.pop_back();
+                }
+                ++i;
+                break;
+            }
+            case ',':
+                if (!stack.empty() && stack.back().object) stack.back().expect_key = true;
+                ++i;
+                break;
+            case '"': {
+                if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+                    Frame& top = stack.back();
+                    std::string key = unquote(text, i);
+                    top.expect_key = false;
+                    if (!top.duplicate) {
+                        for (const auto& k : top.keys) {
+                            if (k == key) {
+                                top.duplicate = true;
+                                top.first_duplicate = key;
+                                break;
+                            }
+                        }
+                        if (!top.duplicate) top.keys.push_back(std::move(key));
+                    }
+                } else {
+                    ++i;
+                    while (text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+                    ++i;
+                }
+                break;
+            }
+            default: ++i; break;
+        }
+    }
+    return true;
+}
+
 }  // namespace tracepack::js

@@ -97,7 +97,7 @@ bool not_a_container(std::string_view data, Error& error) {
                       kExpectedFormats, true};
         return false;
     }
-    error = Error{ErrorClass::InputError, "byte 0", "not a format tracepack reads: " + describe_content(data),
+    error = Error{ErrorClass::ContainerError, "byte 0", "not a format tracepack reads: " + describe_content(data),
                   kExpectedFormats, true};
     return false;
 }
@@ -179,6 +179,14 @@ bool check_document(const current::Document& doc, rt::Failure& f) {
                          "sources take " + std::to_string(lines) + " lines but the pool has " +
                              std::to_string(src.lines.size()),
                          "line counts that add up to len($.sources.lines)");
+    }
+    const auto& handles = doc.debug_handles.handle;
+    for (std::size_t i = 1; i < handles.size(); ++i) {
+        if (handles[i - 1] >= handles[i]) {
+            return f.fail_at(ErrorClass::IntegrityError, "$.debug_handles.handle[" + std::to_string(i) + "]",
+                             "debug handle " + std::to_string(handles[i]) + " follows " + std::to_string(handles[i - 1]),
+                             "handles strictly ascending (readers find a handle by binary search)");
+        }
     }
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         const auto& n = nodes[i];

@@ -114,4 +114,8 @@ private:
     std::string scratch_;
 };
 
+// After a successful decode: the whole text is UTF-8 (ignored members included) and no object repeats a
+// name (spec §3.3), refused at `payload` otherwise.
+bool check_text(std::string_view text, rt::Failure& failure);
+
 }  // namespace tracepack::js

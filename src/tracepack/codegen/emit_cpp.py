@@ -1004,7 +1004,7 @@ class _Json:
             "    js::Reader r(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), failure,",
             "                 limits.max_depth);",
             f"    if (!js_{_snake(root)}(r, out, 1)) return false;",
-            "    return r.finish();",
+            "    return r.finish() && js::check_text(payload, failure);",
             "}",
             "",
             f"}}  // namespace {v.ns}",

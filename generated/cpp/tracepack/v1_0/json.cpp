@@ -1666,7 +1666,7 @@ bool decode_json(std::string_view payload, Document& out, rt::Failure& failure, 
     js::Reader r(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), failure,
                  limits.max_depth);
     if (!js_document(r, out, 1)) return false;
-    return r.finish();
+    return r.finish() && js::check_text(payload, failure);
 }
 
 }  // namespace tracepack::v1_0
