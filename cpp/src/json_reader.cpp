@@ -463,6 +463,9 @@ bool Reader::i64(std::int64_t lo, std::int64_t hi, std::int64_t& out) {
         return f_.fail(ErrorClass::DecodeError, "Expected `int`, got `float`");
     }
     if (n.big) {
+        // an integer past 64 bits: its literal longer than the 4,300 characters any reader converts is
+        // out of range; a shorter one is out of the field's range (spec §3.2)
+        if (n.end - n.start > 4300) return f_.fail(ErrorClass::DecodeError, "Integer value out of range");
         if (n.negative) return f_.fail(ErrorClass::DecodeError, "Expected `int` >= " + std::to_string(lo));
         return f_.fail(ErrorClass::DecodeError, "Expected `int` <= " + std::to_string(hi));
     }
@@ -497,6 +500,7 @@ bool Reader::u64(std::uint64_t hi, std::uint64_t& out) {
         if (!number_to_double(n, d)) return false;
         return f_.fail(ErrorClass::DecodeError, "Expected `int`, got `float`");
     }
+    if (n.big && n.end - n.start > 4300) return f_.fail(ErrorClass::DecodeError, "Integer value out of range");
     if (n.negative && n.mantissa != 0) return f_.fail(ErrorClass::DecodeError, "Expected `int` >= 0");
     if (n.big) {
         if (hi == UINT64_MAX) {

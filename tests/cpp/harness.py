@@ -99,7 +99,9 @@ def spec_ahead(want: Outcome, got: Outcome) -> bool:
 def run(binary: Path, path: str | Path, *, json_errors: bool = False, env: dict[str, str] | None = None) -> Outcome:
     """Run ``BINARY cat [--error-format json] PATH``."""
     args = [str(binary), "cat", *(["--error-format", "json"] if json_errors else []), str(path)]
-    done = subprocess.run(args, capture_output=True, check=False, env={**os.environ, **(env or {})}, timeout=120)
+    if env is None and binary == ASAN_BINARY:
+        env = SANITIZER_ENV
+    done = subprocess.run(args, capture_output=True, check=False, env={**os.environ, **(env or {})}, timeout=300)
     err = done.stderr.decode("utf-8", "replace")
     if done.returncode == 0:
         assert err == "", f"{path}: stderr on success: {err!r}"
