@@ -34,9 +34,9 @@ def _vectors() -> list[tuple[str, bytes]]:
                 out.append((f"{codec}-{compression}-cut{n}.tpk", data[:n]))
             rng = random.Random(codec + compression)
             for k in range(10):
-                bad = bytearray(data)
-                bad[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-                out.append((f"{codec}-{compression}-flip{k}.tpk", bytes(bad)))
+                flipped = bytearray(data)
+                flipped[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+                out.append((f"{codec}-{compression}-flip{k}.tpk", bytes(flipped)))
         payload = damaged._file(codec)[48:]
         for k, mutant in enumerate(damaged._mutants(payload, codec + "asan", 60)):
             out.append((f"{codec}-mutant{k}.tpk", damaged._repack(mutant, codec)))
@@ -46,9 +46,9 @@ def _vectors() -> list[tuple[str, bytes]]:
             bad = json_payload.replace(marker, marker + value + b',"zz":', 1)
             out.append((f"json-{where}-{k}.tpk", container.pack(bad, schema_version=(1, 2), codec="json")))
     for name, raw in hostile.MP_RAW.items():
-        for place, path in hostile.MP_PLACES.items():
-            bad = hostile._raw_at(path, raw)
-            out.append((f"mp-{place}-{name}.tpk", container.pack(bad, schema_version=(1, 2), codec="msgpack")))
+        for place, steps in hostile.MP_PLACES.items():
+            value = hostile._raw_at(steps, raw)
+            out.append((f"mp-{place}-{name}.tpk", container.pack(value, schema_version=(1, 2), codec="msgpack")))
     mp = hostile._payload("msgpack")
     for depth in (1000, 1001, 50_000):
         deep = b"\xdc\x00\x11" + mp[3:] + b"\x91" * (depth - 2) + b"\x90"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,9 +73,7 @@ def test_manifest(cpp_bin: Path, tmp_path: Path) -> None:
     path = _file(dictionaries.get().dict_id(), tmp_path)
     want = harness.reference(path)
     folder = _manifest_folder(tmp_path, {})
-    done = harness.subprocess.run(
-        [str(cpp_bin), "cat", "--dict-dir", str(folder), str(path)], capture_output=True, check=False
-    )
+    done = subprocess.run([str(cpp_bin), "cat", "--dict-dir", str(folder), str(path)], capture_output=True, check=False)
     assert (done.returncode, done.stdout) == (0, want.stdout)
     # the environment variable names the folder too
     env = {"TRACEPACK_ZSTD_DICT_DIR": str(folder)}
