@@ -42,70 +42,70 @@ bool rd_enum(js::Reader& r, E& out) {
 }
 
 [[maybe_unused]] bool js_version_members(js::Reader& r, Version& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_version(js::Reader& r, Version& o, std::uint64_t level);
+[[maybe_unused]] bool js_version(js::Reader& r, Version& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_producer_members(js::Reader& r, Producer& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_producer(js::Reader& r, Producer& o, std::uint64_t level);
+[[maybe_unused]] bool js_producer(js::Reader& r, Producer& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_key_value_members(js::Reader& r, KeyValue& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level);
+[[maybe_unused]] bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_header(js::Reader& r, Header& o, std::uint64_t level);
+[[maybe_unused]] bool js_header(js::Reader& r, Header& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_file_table_members(js::Reader& r, FileTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_line_table_members(js::Reader& r, LineTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_frame_table_members(js::Reader& r, FrameTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_stack_table_members(js::Reader& r, StackTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_module_table_members(js::Reader& r, ModuleTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_source_table_members(js::Reader& r, SourceTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_range_table_members(js::Reader& r, RangeTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_debug_handle_table_members(js::Reader& r, DebugHandleTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_debug_file_members(js::Reader& r, DebugFile& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level);
+[[maybe_unused]] bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_none_members(js::Reader& r, ArgNone& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_tensor_members(js::Reader& r, ArgTensor& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_tensors_members(js::Reader& r, ArgTensors& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_int_members(js::Reader& r, ArgInt& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_ints_members(js::Reader& r, ArgInts& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_float_members(js::Reader& r, ArgFloat& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_floats_members(js::Reader& r, ArgFloats& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_bool_members(js::Reader& r, ArgBool& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_bools_members(js::Reader& r, ArgBools& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_string_members(js::Reader& r, ArgString& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_strings_members(js::Reader& r, ArgStrings& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_sym_int_members(js::Reader& r, ArgSymInt& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_generic_members(js::Reader& r, ArgGeneric& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level);
-[[maybe_unused]] bool js_argument(js::Reader& r, Argument& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level, const char* expected = "object");
+[[maybe_unused]] bool js_argument(js::Reader& r, Argument& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_named_argument_members(js::Reader& r, NamedArgument& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level);
+[[maybe_unused]] bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_node_members(js::Reader& r, Node& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_node(js::Reader& r, Node& o, std::uint64_t level);
+[[maybe_unused]] bool js_node(js::Reader& r, Node& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_value_members(js::Reader& r, Value& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_value(js::Reader& r, Value& o, std::uint64_t level);
+[[maybe_unused]] bool js_value(js::Reader& r, Value& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_graph_members(js::Reader& r, Graph& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_graph(js::Reader& r, Graph& o, std::uint64_t level);
+[[maybe_unused]] bool js_graph(js::Reader& r, Graph& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_extension_members(js::Reader& r, Extension& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_extension(js::Reader& r, Extension& o, std::uint64_t level);
+[[maybe_unused]] bool js_extension(js::Reader& r, Extension& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_document(js::Reader& r, Document& o, std::uint64_t level);
+[[maybe_unused]] bool js_document(js::Reader& r, Document& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_list_argument(js::Reader& r, std::vector<Argument>& out, std::uint64_t level);
 [[maybe_unused]] bool js_list_bool(js::Reader& r, std::vector<bool>& out, std::uint64_t level);
 [[maybe_unused]] bool js_list_debug_file(js::Reader& r, std::vector<DebugFile>& out, std::uint64_t level);
@@ -145,8 +145,8 @@ bool js_version_members(js::Reader& r, Version& o, bool first, std::uint64_t lev
     return true;
 }
 
-bool js_version(js::Reader& r, Version& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_version(js::Reader& r, Version& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_version_members(r, o, true, level);
 }
 
@@ -170,8 +170,8 @@ bool js_producer_members(js::Reader& r, Producer& o, bool first, std::uint64_t l
     return true;
 }
 
-bool js_producer(js::Reader& r, Producer& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_producer(js::Reader& r, Producer& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_producer_members(r, o, true, level);
 }
 
@@ -200,8 +200,8 @@ bool js_key_value_members(js::Reader& r, KeyValue& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_key_value_members(r, o, true, level);
 }
 
@@ -230,9 +230,7 @@ bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level
             if (null_seen) {
                 o.producer.reset();
             } else {
-                o.producer.emplace();
-                if (!r.object("object | null") ||
-                    !js_producer_members(r, *o.producer, true, level + 1)) {
+                if (!js_producer(r, o.producer.emplace(), level + 1, "object | null")) {
                     return r.failure().field("producer");
                 }
             }
@@ -250,8 +248,8 @@ bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level
     return true;
 }
 
-bool js_header(js::Reader& r, Header& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_header(js::Reader& r, Header& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_header_members(r, o, true, level);
 }
 
@@ -275,8 +273,8 @@ bool js_file_table_members(js::Reader& r, FileTable& o, bool first, std::uint64_
     return true;
 }
 
-bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_file_table_members(r, o, true, level);
 }
 
@@ -321,8 +319,8 @@ bool js_line_table_members(js::Reader& r, LineTable& o, bool first, std::uint64_
     return true;
 }
 
-bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_line_table_members(r, o, true, level);
 }
 
@@ -361,8 +359,8 @@ bool js_frame_table_members(js::Reader& r, FrameTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_frame_table_members(r, o, true, level);
 }
 
@@ -393,8 +391,8 @@ bool js_stack_table_members(js::Reader& r, StackTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_stack_table_members(r, o, true, level);
 }
 
@@ -444,8 +442,8 @@ bool js_module_table_members(js::Reader& r, ModuleTable& o, bool first, std::uin
     return true;
 }
 
-bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_module_table_members(r, o, true, level);
 }
 
@@ -490,8 +488,8 @@ bool js_source_table_members(js::Reader& r, SourceTable& o, bool first, std::uin
     return true;
 }
 
-bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_source_table_members(r, o, true, level);
 }
 
@@ -529,8 +527,8 @@ bool js_range_table_members(js::Reader& r, RangeTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_range_table_members(r, o, true, level);
 }
 
@@ -582,8 +580,8 @@ bool js_debug_handle_table_members(js::Reader& r, DebugHandleTable& o, bool firs
     return true;
 }
 
-bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_debug_handle_table_members(r, o, true, level);
 }
 
@@ -631,8 +629,8 @@ bool js_debug_file_members(js::Reader& r, DebugFile& o, bool first, std::uint64_
     return true;
 }
 
-bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_debug_file_members(r, o, true, level);
 }
 
@@ -658,8 +656,8 @@ bool js_arg_none_members(js::Reader& r, ArgNone& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_none_members(r, o, true, level);
 }
 
@@ -691,8 +689,8 @@ bool js_arg_tensor_members(js::Reader& r, ArgTensor& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_tensor_members(r, o, true, level);
 }
 
@@ -725,8 +723,8 @@ bool js_arg_tensors_members(js::Reader& r, ArgTensors& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_tensors_members(r, o, true, level);
 }
 
@@ -758,8 +756,8 @@ bool js_arg_int_members(js::Reader& r, ArgInt& o, bool first, std::uint64_t leve
     return true;
 }
 
-bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_int_members(r, o, true, level);
 }
 
@@ -792,8 +790,8 @@ bool js_arg_ints_members(js::Reader& r, ArgInts& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_ints_members(r, o, true, level);
 }
 
@@ -825,8 +823,8 @@ bool js_arg_float_members(js::Reader& r, ArgFloat& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_float_members(r, o, true, level);
 }
 
@@ -859,8 +857,8 @@ bool js_arg_floats_members(js::Reader& r, ArgFloats& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_floats_members(r, o, true, level);
 }
 
@@ -892,8 +890,8 @@ bool js_arg_bool_members(js::Reader& r, ArgBool& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_bool_members(r, o, true, level);
 }
 
@@ -926,8 +924,8 @@ bool js_arg_bools_members(js::Reader& r, ArgBools& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_bools_members(r, o, true, level);
 }
 
@@ -959,8 +957,8 @@ bool js_arg_string_members(js::Reader& r, ArgString& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_string_members(r, o, true, level);
 }
 
@@ -993,8 +991,8 @@ bool js_arg_strings_members(js::Reader& r, ArgStrings& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_strings_members(r, o, true, level);
 }
 
@@ -1026,8 +1024,8 @@ bool js_arg_sym_int_members(js::Reader& r, ArgSymInt& o, bool first, std::uint64
     return true;
 }
 
-bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_sym_int_members(r, o, true, level);
 }
 
@@ -1065,13 +1063,13 @@ bool js_arg_generic_members(js::Reader& r, ArgGeneric& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_generic_members(r, o, true, level);
 }
 
-bool js_argument(js::Reader& r, Argument& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_argument(js::Reader& r, Argument& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     const std::size_t start = r.pos();
     bool first = true;
     bool done = false;
@@ -1162,8 +1160,8 @@ bool js_named_argument_members(js::Reader& r, NamedArgument& o, bool first, std:
     return true;
 }
 
-bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_named_argument_members(r, o, true, level);
 }
 
@@ -1224,8 +1222,8 @@ bool js_node_members(js::Reader& r, Node& o, bool first, std::uint64_t level) {
     return true;
 }
 
-bool js_node(js::Reader& r, Node& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_node(js::Reader& r, Node& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_node_members(r, o, true, level);
 }
 
@@ -1296,8 +1294,8 @@ bool js_value_members(js::Reader& r, Value& o, bool first, std::uint64_t level) 
     return true;
 }
 
-bool js_value(js::Reader& r, Value& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_value(js::Reader& r, Value& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_value_members(r, o, true, level);
 }
 
@@ -1337,8 +1335,8 @@ bool js_graph_members(js::Reader& r, Graph& o, bool first, std::uint64_t level) 
     return true;
 }
 
-bool js_graph(js::Reader& r, Graph& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_graph(js::Reader& r, Graph& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_graph_members(r, o, true, level);
 }
 
@@ -1367,8 +1365,8 @@ bool js_extension_members(js::Reader& r, Extension& o, bool first, std::uint64_t
     return true;
 }
 
-bool js_extension(js::Reader& r, Extension& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_extension(js::Reader& r, Extension& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_extension_members(r, o, true, level);
 }
 
@@ -1472,8 +1470,8 @@ bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t l
     return true;
 }
 
-bool js_document(js::Reader& r, Document& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_document(js::Reader& r, Document& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_document_members(r, o, true, level);
 }
 

@@ -14,6 +14,18 @@
 namespace tracepack::v1_2 {
 namespace {
 
+// A vector of enum values: each must be a value of the enum (spec §5.3; the place is the field's).
+template <typename W, typename E>
+[[maybe_unused]] bool fb_enums(fb::Reader& r, std::size_t pos, std::vector<E>& out, const char* name) {
+    std::vector<W> raw;
+    if (!r.scalars<W>(pos, raw)) return false;
+    out.resize(raw.size());
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        if (!is_value(raw[i], &out[i])) return r.bad_enum(raw[i], name);
+    }
+    return true;
+}
+
 const std::uint8_t kSpecVersionSizes[] = {2, 2};
 const char* const kSpecVersionNames[] = {"major", "minor"};
 const fb::TableSpec kSpecVersion = {"Version", 2, kSpecVersionSizes, kSpecVersionNames};

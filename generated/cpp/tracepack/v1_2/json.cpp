@@ -42,76 +42,76 @@ bool rd_enum(js::Reader& r, E& out) {
 }
 
 [[maybe_unused]] bool js_version_members(js::Reader& r, Version& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_version(js::Reader& r, Version& o, std::uint64_t level);
+[[maybe_unused]] bool js_version(js::Reader& r, Version& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_producer_members(js::Reader& r, Producer& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_producer(js::Reader& r, Producer& o, std::uint64_t level);
+[[maybe_unused]] bool js_producer(js::Reader& r, Producer& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_key_value_members(js::Reader& r, KeyValue& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level);
+[[maybe_unused]] bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_header(js::Reader& r, Header& o, std::uint64_t level);
+[[maybe_unused]] bool js_header(js::Reader& r, Header& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_file_table_members(js::Reader& r, FileTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_line_table_members(js::Reader& r, LineTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_frame_table_members(js::Reader& r, FrameTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_stack_table_members(js::Reader& r, StackTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_module_table_members(js::Reader& r, ModuleTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_source_table_members(js::Reader& r, SourceTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_range_table_members(js::Reader& r, RangeTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_debug_handle_table_members(js::Reader& r, DebugHandleTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_debug_file_members(js::Reader& r, DebugFile& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level);
+[[maybe_unused]] bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_provenance_table_members(js::Reader& r, ProvenanceTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_provenance_table(js::Reader& r, ProvenanceTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_provenance_table(js::Reader& r, ProvenanceTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_none_members(js::Reader& r, ArgNone& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_tensor_members(js::Reader& r, ArgTensor& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_tensors_members(js::Reader& r, ArgTensors& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_int_members(js::Reader& r, ArgInt& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_ints_members(js::Reader& r, ArgInts& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_float_members(js::Reader& r, ArgFloat& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_floats_members(js::Reader& r, ArgFloats& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_bool_members(js::Reader& r, ArgBool& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_bools_members(js::Reader& r, ArgBools& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_string_members(js::Reader& r, ArgString& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_strings_members(js::Reader& r, ArgStrings& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_sym_int_members(js::Reader& r, ArgSymInt& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_arg_generic_members(js::Reader& r, ArgGeneric& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level);
-[[maybe_unused]] bool js_argument(js::Reader& r, Argument& o, std::uint64_t level);
+[[maybe_unused]] bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level, const char* expected = "object");
+[[maybe_unused]] bool js_argument(js::Reader& r, Argument& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_named_argument_members(js::Reader& r, NamedArgument& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level);
+[[maybe_unused]] bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_node_members(js::Reader& r, Node& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_node(js::Reader& r, Node& o, std::uint64_t level);
+[[maybe_unused]] bool js_node(js::Reader& r, Node& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_value_members(js::Reader& r, Value& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_value(js::Reader& r, Value& o, std::uint64_t level);
+[[maybe_unused]] bool js_value(js::Reader& r, Value& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_graph_members(js::Reader& r, Graph& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_graph(js::Reader& r, Graph& o, std::uint64_t level);
+[[maybe_unused]] bool js_graph(js::Reader& r, Graph& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_extension_members(js::Reader& r, Extension& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_extension(js::Reader& r, Extension& o, std::uint64_t level);
+[[maybe_unused]] bool js_extension(js::Reader& r, Extension& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_signature_table_members(js::Reader& r, SignatureTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_signature_table(js::Reader& r, SignatureTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_signature_table(js::Reader& r, SignatureTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_module_call_table_members(js::Reader& r, ModuleCallTable& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_module_call_table(js::Reader& r, ModuleCallTable& o, std::uint64_t level);
+[[maybe_unused]] bool js_module_call_table(js::Reader& r, ModuleCallTable& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t level);
-[[maybe_unused]] bool js_document(js::Reader& r, Document& o, std::uint64_t level);
+[[maybe_unused]] bool js_document(js::Reader& r, Document& o, std::uint64_t level, const char* expected = "object");
 [[maybe_unused]] bool js_list_argument(js::Reader& r, std::vector<Argument>& out, std::uint64_t level);
 [[maybe_unused]] bool js_list_bool(js::Reader& r, std::vector<bool>& out, std::uint64_t level);
 [[maybe_unused]] bool js_list_debug_file(js::Reader& r, std::vector<DebugFile>& out, std::uint64_t level);
@@ -152,8 +152,8 @@ bool js_version_members(js::Reader& r, Version& o, bool first, std::uint64_t lev
     return true;
 }
 
-bool js_version(js::Reader& r, Version& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_version(js::Reader& r, Version& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_version_members(r, o, true, level);
 }
 
@@ -177,8 +177,8 @@ bool js_producer_members(js::Reader& r, Producer& o, bool first, std::uint64_t l
     return true;
 }
 
-bool js_producer(js::Reader& r, Producer& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_producer(js::Reader& r, Producer& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_producer_members(r, o, true, level);
 }
 
@@ -207,8 +207,8 @@ bool js_key_value_members(js::Reader& r, KeyValue& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_key_value(js::Reader& r, KeyValue& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_key_value_members(r, o, true, level);
 }
 
@@ -237,9 +237,7 @@ bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level
             if (null_seen) {
                 o.producer.reset();
             } else {
-                o.producer.emplace();
-                if (!r.object("object | null") ||
-                    !js_producer_members(r, *o.producer, true, level + 1)) {
+                if (!js_producer(r, o.producer.emplace(), level + 1, "object | null")) {
                     return r.failure().field("producer");
                 }
             }
@@ -257,8 +255,8 @@ bool js_header_members(js::Reader& r, Header& o, bool first, std::uint64_t level
     return true;
 }
 
-bool js_header(js::Reader& r, Header& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_header(js::Reader& r, Header& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_header_members(r, o, true, level);
 }
 
@@ -282,8 +280,8 @@ bool js_file_table_members(js::Reader& r, FileTable& o, bool first, std::uint64_
     return true;
 }
 
-bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_file_table(js::Reader& r, FileTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_file_table_members(r, o, true, level);
 }
 
@@ -328,8 +326,8 @@ bool js_line_table_members(js::Reader& r, LineTable& o, bool first, std::uint64_
     return true;
 }
 
-bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_line_table(js::Reader& r, LineTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_line_table_members(r, o, true, level);
 }
 
@@ -373,8 +371,8 @@ bool js_frame_table_members(js::Reader& r, FrameTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_frame_table(js::Reader& r, FrameTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_frame_table_members(r, o, true, level);
 }
 
@@ -405,8 +403,8 @@ bool js_stack_table_members(js::Reader& r, StackTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_stack_table(js::Reader& r, StackTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_stack_table_members(r, o, true, level);
 }
 
@@ -456,8 +454,8 @@ bool js_module_table_members(js::Reader& r, ModuleTable& o, bool first, std::uin
     return true;
 }
 
-bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_module_table(js::Reader& r, ModuleTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_module_table_members(r, o, true, level);
 }
 
@@ -502,8 +500,8 @@ bool js_source_table_members(js::Reader& r, SourceTable& o, bool first, std::uin
     return true;
 }
 
-bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_source_table(js::Reader& r, SourceTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_source_table_members(r, o, true, level);
 }
 
@@ -541,8 +539,8 @@ bool js_range_table_members(js::Reader& r, RangeTable& o, bool first, std::uint6
     return true;
 }
 
-bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_range_table(js::Reader& r, RangeTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_range_table_members(r, o, true, level);
 }
 
@@ -594,8 +592,8 @@ bool js_debug_handle_table_members(js::Reader& r, DebugHandleTable& o, bool firs
     return true;
 }
 
-bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_debug_handle_table(js::Reader& r, DebugHandleTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_debug_handle_table_members(r, o, true, level);
 }
 
@@ -643,8 +641,8 @@ bool js_debug_file_members(js::Reader& r, DebugFile& o, bool first, std::uint64_
     return true;
 }
 
-bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_debug_file(js::Reader& r, DebugFile& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_debug_file_members(r, o, true, level);
 }
 
@@ -710,8 +708,8 @@ bool js_provenance_table_members(js::Reader& r, ProvenanceTable& o, bool first, 
     return true;
 }
 
-bool js_provenance_table(js::Reader& r, ProvenanceTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_provenance_table(js::Reader& r, ProvenanceTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_provenance_table_members(r, o, true, level);
 }
 
@@ -737,8 +735,8 @@ bool js_arg_none_members(js::Reader& r, ArgNone& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_none(js::Reader& r, ArgNone& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_none_members(r, o, true, level);
 }
 
@@ -770,8 +768,8 @@ bool js_arg_tensor_members(js::Reader& r, ArgTensor& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_tensor(js::Reader& r, ArgTensor& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_tensor_members(r, o, true, level);
 }
 
@@ -804,8 +802,8 @@ bool js_arg_tensors_members(js::Reader& r, ArgTensors& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_tensors(js::Reader& r, ArgTensors& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_tensors_members(r, o, true, level);
 }
 
@@ -837,8 +835,8 @@ bool js_arg_int_members(js::Reader& r, ArgInt& o, bool first, std::uint64_t leve
     return true;
 }
 
-bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_int(js::Reader& r, ArgInt& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_int_members(r, o, true, level);
 }
 
@@ -871,8 +869,8 @@ bool js_arg_ints_members(js::Reader& r, ArgInts& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_ints(js::Reader& r, ArgInts& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_ints_members(r, o, true, level);
 }
 
@@ -904,8 +902,8 @@ bool js_arg_float_members(js::Reader& r, ArgFloat& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_float(js::Reader& r, ArgFloat& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_float_members(r, o, true, level);
 }
 
@@ -938,8 +936,8 @@ bool js_arg_floats_members(js::Reader& r, ArgFloats& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_floats(js::Reader& r, ArgFloats& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_floats_members(r, o, true, level);
 }
 
@@ -971,8 +969,8 @@ bool js_arg_bool_members(js::Reader& r, ArgBool& o, bool first, std::uint64_t le
     return true;
 }
 
-bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_bool(js::Reader& r, ArgBool& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_bool_members(r, o, true, level);
 }
 
@@ -1005,8 +1003,8 @@ bool js_arg_bools_members(js::Reader& r, ArgBools& o, bool first, std::uint64_t 
     return true;
 }
 
-bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_bools(js::Reader& r, ArgBools& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_bools_members(r, o, true, level);
 }
 
@@ -1038,8 +1036,8 @@ bool js_arg_string_members(js::Reader& r, ArgString& o, bool first, std::uint64_
     return true;
 }
 
-bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_string(js::Reader& r, ArgString& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_string_members(r, o, true, level);
 }
 
@@ -1072,8 +1070,8 @@ bool js_arg_strings_members(js::Reader& r, ArgStrings& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_strings(js::Reader& r, ArgStrings& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_strings_members(r, o, true, level);
 }
 
@@ -1105,8 +1103,8 @@ bool js_arg_sym_int_members(js::Reader& r, ArgSymInt& o, bool first, std::uint64
     return true;
 }
 
-bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_sym_int(js::Reader& r, ArgSymInt& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_sym_int_members(r, o, true, level);
 }
 
@@ -1144,13 +1142,13 @@ bool js_arg_generic_members(js::Reader& r, ArgGeneric& o, bool first, std::uint6
     return true;
 }
 
-bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_arg_generic(js::Reader& r, ArgGeneric& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_arg_generic_members(r, o, true, level);
 }
 
-bool js_argument(js::Reader& r, Argument& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_argument(js::Reader& r, Argument& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     const std::size_t start = r.pos();
     bool first = true;
     bool done = false;
@@ -1241,8 +1239,8 @@ bool js_named_argument_members(js::Reader& r, NamedArgument& o, bool first, std:
     return true;
 }
 
-bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_named_argument(js::Reader& r, NamedArgument& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_named_argument_members(r, o, true, level);
 }
 
@@ -1312,8 +1310,8 @@ bool js_node_members(js::Reader& r, Node& o, bool first, std::uint64_t level) {
     return true;
 }
 
-bool js_node(js::Reader& r, Node& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_node(js::Reader& r, Node& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_node_members(r, o, true, level);
 }
 
@@ -1384,8 +1382,8 @@ bool js_value_members(js::Reader& r, Value& o, bool first, std::uint64_t level) 
     return true;
 }
 
-bool js_value(js::Reader& r, Value& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_value(js::Reader& r, Value& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_value_members(r, o, true, level);
 }
 
@@ -1425,8 +1423,8 @@ bool js_graph_members(js::Reader& r, Graph& o, bool first, std::uint64_t level) 
     return true;
 }
 
-bool js_graph(js::Reader& r, Graph& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_graph(js::Reader& r, Graph& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_graph_members(r, o, true, level);
 }
 
@@ -1464,8 +1462,8 @@ bool js_extension_members(js::Reader& r, Extension& o, bool first, std::uint64_t
     return true;
 }
 
-bool js_extension(js::Reader& r, Extension& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_extension(js::Reader& r, Extension& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_extension_members(r, o, true, level);
 }
 
@@ -1538,8 +1536,8 @@ bool js_signature_table_members(js::Reader& r, SignatureTable& o, bool first, st
     return true;
 }
 
-bool js_signature_table(js::Reader& r, SignatureTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_signature_table(js::Reader& r, SignatureTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_signature_table_members(r, o, true, level);
 }
 
@@ -1577,8 +1575,8 @@ bool js_module_call_table_members(js::Reader& r, ModuleCallTable& o, bool first,
     return true;
 }
 
-bool js_module_call_table(js::Reader& r, ModuleCallTable& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_module_call_table(js::Reader& r, ModuleCallTable& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_module_call_table_members(r, o, true, level);
 }
 
@@ -1672,9 +1670,7 @@ bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t l
             if (null_seen) {
                 o.provenance.reset();
             } else {
-                o.provenance.emplace();
-                if (!r.object("object | null") ||
-                    !js_provenance_table_members(r, *o.provenance, true, level + 1)) {
+                if (!js_provenance_table(r, o.provenance.emplace(), level + 1, "object | null")) {
                     return r.failure().field("provenance");
                 }
             }
@@ -1686,9 +1682,7 @@ bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t l
             if (null_seen) {
                 o.signature.reset();
             } else {
-                o.signature.emplace();
-                if (!r.object("object | null") ||
-                    !js_signature_table_members(r, *o.signature, true, level + 1)) {
+                if (!js_signature_table(r, o.signature.emplace(), level + 1, "object | null")) {
                     return r.failure().field("signature");
                 }
             }
@@ -1700,9 +1694,7 @@ bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t l
             if (null_seen) {
                 o.module_calls.reset();
             } else {
-                o.module_calls.emplace();
-                if (!r.object("object | null") ||
-                    !js_module_call_table_members(r, *o.module_calls, true, level + 1)) {
+                if (!js_module_call_table(r, o.module_calls.emplace(), level + 1, "object | null")) {
                     return r.failure().field("module_calls");
                 }
             }
@@ -1724,8 +1716,8 @@ bool js_document_members(js::Reader& r, Document& o, bool first, std::uint64_t l
     return true;
 }
 
-bool js_document(js::Reader& r, Document& o, std::uint64_t level) {
-    if (!r.object("object")) return false;
+bool js_document(js::Reader& r, Document& o, std::uint64_t level, const char* expected) {
+    if (!r.object(expected)) return false;
     return js_document_members(r, o, true, level);
 }
 

@@ -113,7 +113,7 @@ bool rd_enum(mp::Reader& r, E& out) {
 [[maybe_unused]] bool mp_arg_sym_int(mp::Reader& r, ArgSymInt& o, bool raw, std::uint64_t level, const char* expected = "array");
 [[maybe_unused]] bool mp_arg_generic_items(mp::Reader& r, ArgGeneric& o, std::uint32_t n, bool raw, std::uint64_t level);
 [[maybe_unused]] bool mp_arg_generic(mp::Reader& r, ArgGeneric& o, bool raw, std::uint64_t level, const char* expected = "array");
-[[maybe_unused]] bool mp_argument(mp::Reader& r, Argument& o, std::uint64_t level);
+[[maybe_unused]] bool mp_argument(mp::Reader& r, Argument& o, std::uint64_t level, const char* expected = "array");
 [[maybe_unused]] bool mp_named_argument_items(mp::Reader& r, NamedArgument& o, std::uint32_t n, bool raw, std::uint64_t level);
 [[maybe_unused]] bool mp_named_argument(mp::Reader& r, NamedArgument& o, bool raw, std::uint64_t level, const char* expected = "array");
 [[maybe_unused]] bool mp_node_items(mp::Reader& r, Node& o, std::uint32_t n, bool raw, std::uint64_t level);
@@ -641,9 +641,9 @@ bool mp_arg_generic(mp::Reader& r, ArgGeneric& o, bool raw, std::uint64_t level,
     return mp_arg_generic_items(r, o, n, raw, level);
 }
 
-bool mp_argument(mp::Reader& r, Argument& o, std::uint64_t level) {
+bool mp_argument(mp::Reader& r, Argument& o, std::uint64_t level, const char* expected) {
     std::uint32_t n = 0;
-    if (!r.array(n)) return false;
+    if (!r.array(n, expected)) return false;
     if (n == 0) {
         return r.failure().fail(ErrorClass::DecodeError, "Expected `array` of at least length 1, got 0");
     }
