@@ -94,7 +94,7 @@ cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracep
 cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
 	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
 
-bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
+bench: $(STAMP) cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run
 
 FUZZ_CASES ?= 2000

@@ -5,7 +5,9 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "tracepack/dictionaries.hpp"
@@ -176,32 +178,59 @@ struct DctxFree {
 
 // Decompress every frame of `stored` into at most raw_length + 1 bytes (spec §8.1): a lying size never
 // allocates more than it declares, and output past it is refused.
+struct DDictFree {
+    void operator()(ZSTD_DDict* d) const noexcept { ZSTD_freeDDict(d); }
+};
+
+// Built-in dictionaries are loaded (read, checked, digested) once per process and folder, as the
+// reference keeps them once loaded.
+const ZSTD_DDict* builtin_ddict(const std::string& folder, std::uint32_t id, Error& error) {
+    static std::mutex lock;
+    static std::map<std::pair<std::string, std::uint32_t>, std::unique_ptr<ZSTD_DDict, DDictFree>> cache;
+    std::lock_guard<std::mutex> guard(lock);
+    auto key = std::make_pair(folder, id);
+    auto found = cache.find(key);
+    if (found != cache.end()) return found->second.get();
+    std::vector<BuiltinDictionary> all;
+    if (!builtin_dictionaries(folder, all, error)) return nullptr;
+    const BuiltinDictionary* spec = nullptr;
+    for (const auto& d : all) {
+        if (d.id == id) spec = &d;
+    }
+    if (spec == nullptr) {
+        error = container_error("header byte 20",
+                                "compressed with zstd dictionary " + std::to_string(id) +
+                                    ", which this install does not have",
+                                "that dictionary (--zstd-dict / zstd_dict=); built-in: " + known_dictionaries(all));
+        return nullptr;
+    }
+    std::string bytes;
+    if (!load_dictionary(*spec, all, folder, bytes, error)) return nullptr;
+    std::unique_ptr<ZSTD_DDict, DDictFree> ddict(ZSTD_createDDict(bytes.data(), bytes.size()));
+    if (!ddict) {
+        error = container_error("tracepack/data/zstd/" + spec->file, "built-in zstd dictionary " + spec->name +
+                                                                          " is not a zstd dictionary");
+        return nullptr;
+    }
+    return cache.emplace(key, std::move(ddict)).first->second.get();
+}
+
+// Decompress every frame of `stored` into at most raw_length + 1 bytes (spec §8.1): a lying size never
+// allocates more than it declares, and output past it is refused.
 bool decompress(std::string_view stored, const Header& h, const DictionaryFolder& folder, std::string& out,
                 Error& error) {
-    std::string dict;
+    const ZSTD_DDict* ddict = nullptr;
     if (h.dict_id) {
-        std::vector<BuiltinDictionary> all;
-        if (!builtin_dictionaries(folder.path, all, error)) return false;
-        const BuiltinDictionary* spec = nullptr;
-        for (const auto& d : all) {
-            if (d.id == h.dict_id) spec = &d;
-        }
-        if (spec == nullptr) {
-            error = container_error("header byte 20",
-                                    "compressed with zstd dictionary " + std::to_string(h.dict_id) +
-                                        ", which this install does not have",
-                                    "that dictionary (--zstd-dict / zstd_dict=); built-in: " + known_dictionaries(all));
-            return false;
-        }
-        if (!load_dictionary(*spec, all, folder.path, dict, error)) return false;
+        ddict = builtin_ddict(folder.path, h.dict_id, error);
+        if (ddict == nullptr) return false;
     }
     std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
     if (!dctx) {
         error = Error{ErrorClass::InternalError, {}, "out of memory", {}, false};
         return false;
     }
-    if (!dict.empty()) {
-        std::size_t rc = ZSTD_DCtx_loadDictionary(dctx.get(), dict.data(), dict.size());
+    if (ddict != nullptr) {
+        std::size_t rc = ZSTD_DCtx_refDDict(dctx.get(), ddict);
         if (ZSTD_isError(rc)) {
             error = container_error("byte " + std::to_string(h.header_size),
                                     std::string("zstd: zstd decompress error: ") + ZSTD_getErrorName(rc));
