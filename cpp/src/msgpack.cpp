@@ -242,6 +242,32 @@ bool Reader::f64(double& out) {
     return mismatch("float");
 }
 
+bool Reader::key(std::string_view& out) {
+    if (p_ >= end_) return truncated();
+    std::uint8_t c = *p_;
+    std::size_t len = 0;
+    std::size_t head = 1;
+    if ((c & 0xe0) == 0xa0) {
+        len = c & 0x1f;
+    } else if (c == 0xd9 || c == 0xda || c == 0xdb) {
+        head = c == 0xd9 ? 2 : c == 0xda ? 3 : 5;
+        if (remaining() < head) return truncated();
+        for (std::size_t i = 1; i < head; ++i) len = len << 8 | p_[i];
+    } else {
+        const char* t = type_name(c);
+        const char* got = c == 0xc0 ? "null" : t == nullptr ? "unknown" : t;
+        ++p_;
+        std::string msg = "Expected `str`, got `";
+        msg += got;
+        msg += "`";
+        return f_.fail(ErrorClass::DecodeError, std::move(msg));
+    }
+    if (remaining() - head < len) return truncated();
+    out = std::string_view(reinterpret_cast<const char*>(p_ + head), len);
+    p_ += head + len;
+    return true;
+}
+
 bool Reader::str_view(std::string_view& out) {
     if (p_ >= end_) return truncated();
     std::uint8_t c = *p_;

@@ -30,15 +30,15 @@ def _vectors() -> list[tuple[str, bytes]]:
         for compression, zdict in (("none", None), ("zstd", None), ("zstd", "torch-export-7")):
             data = damaged._file(codec, compression, zdict)
             out.append((f"{codec}-{compression}-{zdict}.tpk", data))
-            for n in sorted({*range(0, 56, 3), *range(56, len(data), max(1, len(data) // 12))}):
+            for n in sorted({*range(0, 56, 7), *range(56, len(data), max(1, len(data) // 8))}):
                 out.append((f"{codec}-{compression}-cut{n}.tpk", data[:n]))
             rng = random.Random(codec + compression)
-            for k in range(10):
+            for k in range(6):
                 flipped = bytearray(data)
                 flipped[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
                 out.append((f"{codec}-{compression}-flip{k}.tpk", bytes(flipped)))
         payload = damaged._file(codec)[48:]
-        for k, mutant in enumerate(damaged._mutants(payload, codec + "asan", 60)):
+        for k, mutant in enumerate(damaged._mutants(payload, codec + "asan", 40)):
             out.append((f"{codec}-mutant{k}.tpk", damaged._repack(mutant, codec)))
     json_payload = hostile._payload("json")
     for k, value in enumerate(hostile.JSON_VALUES):
@@ -55,6 +55,12 @@ def _vectors() -> list[tuple[str, bytes]]:
         out.append((f"mp-depth{depth}.tpk", container.pack(deep, schema_version=(1, 2), codec="msgpack")))
         deep_json = json_payload.replace(b'{"header":', b'{"zz":' + b"[" * depth + b"]" * depth + b',"header":', 1)
         out.append((f"json-depth{depth}.tpk", container.pack(deep_json, schema_version=(1, 2), codec="json")))
+    for case in hostile.COLUMNAR_PAYLOADS:
+        data = container.pack(hostile.columnar_payload(case), schema_version=(1, 2), codec="columnar")
+        out.append((f"col-payload-{case}.tpk", data))
+    for case in hostile.COLUMNS:
+        data = container.pack(hostile.columnar_column(case), schema_version=(1, 2), codec="columnar")
+        out.append((f"col-column-{case}.tpk", data))
     doc = msgspec.json.decode(json_payload)
     doc["header"]["version"]["minor"] = 3
     newer = container.pack(msgspec.json.encode(doc), schema_version=(1, 3), codec="json")
@@ -75,7 +81,7 @@ def test_sanitizers_on_every_vector(asan_bin: Path, tmp_path: Path) -> None:
     for name, data in vectors:
         path = tmp_path / name
         path.write_bytes(data)
-        codes[harness.compare(asan_bin, path).code] += 1
+        codes[harness.compare(asan_bin, path, once=True).code] += 1
     assert codes[0] >= 20, codes
     assert codes[2] >= 400, codes
 
@@ -89,4 +95,4 @@ def test_sanitizers_on_samples(asan_bin: Path, tmp_path: Path) -> None:
             path.write_bytes(
                 tracepack.dumps(_document(rel), codec=codec, compression="zstd", zstd_dict="torch-export-7")
             )
-            assert harness.compare(asan_bin, path).code == 0
+            assert harness.compare(asan_bin, path, once=True).code == 0

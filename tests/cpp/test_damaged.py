@@ -22,7 +22,7 @@ from tests.cpp import harness
 from tracepack import container
 
 SAMPLE = harness.REPO / "src" / "tracepack" / "data" / "sample" / "model.json"
-CODECS = ("json", "msgpack", "flatbuffers-rows")
+CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar")
 
 
 @cache

@@ -194,3 +194,183 @@ def test_flatbuffers_shared_objects(
     payload = flatbuffers.encode(_doc().raw, (1, 2))
     got = _check(cpp_bin, tmp_path, payload, "flatbuffers-rows")
     assert got.code == (2 if copies > 100 else 0)
+
+
+# --- columnar: the payload map and every check of a column -------------------------------------------------
+
+
+def _columnar() -> dict[Any, Any]:
+    out: dict[Any, Any] = msgspec.msgpack.decode(_payload("columnar"))
+    return out
+
+
+def _number(path: str) -> int:
+    from tracepack.codecs.columnar import path_numbers
+
+    return path_numbers()[1][path]
+
+
+COLUMNAR_PAYLOADS: dict[str, Callable[[dict[Any, Any]], Any]] = {
+    "not a map": lambda d: [1, 2],
+    "format an int": lambda d: d.__setitem__("format", 1),
+    "format another": lambda d: d.__setitem__("format", "tracepack-rows"),
+    "format None": lambda d: d.__setitem__("format", None),
+    "layout a string": lambda d: d.__setitem__("layout", "2"),
+    "layout 3": lambda d: d.__setitem__("layout", 3),
+    "layout -1": lambda d: d.__setitem__("layout", -1),
+    "layout 2**64-1": lambda d: d.__setitem__("layout", 2**64 - 1),
+    "no columns": lambda d: d.pop("columns"),
+    "no format": lambda d: d.pop("format"),
+    "no layout": lambda d: d.pop("layout"),
+    "an extra key": lambda d: d.__setitem__("zz", [1, {"a": [2]}]),
+    "an int key at the top": lambda d: d.__setitem__(5, 1),
+    "columns a list": lambda d: d.__setitem__("columns", [1]),
+    "columns None": lambda d: d.__setitem__("columns", None),
+    "a negative key": lambda d: d["columns"].__setitem__(-1, ["plain", []]),
+    "a float key": lambda d: d["columns"].__setitem__(1.5, ["plain", []]),
+    "an entry of 3": lambda d: d["columns"].__setitem__(0, ["plain", [], 1]),
+    "an entry of 1": lambda d: d["columns"].__setitem__(0, ["plain"]),
+    "an encoding that is an int": lambda d: d["columns"].__setitem__(0, [1, []]),
+    "an entry that is a str": lambda d: d["columns"].__setitem__(0, "x"),
+    "an unknown number": lambda d: d["columns"].__setitem__(10**6, ["plain", []]),
+    "an unknown path": lambda d: d["columns"].__setitem__("$.zz", ["plain", [1]]),
+    "a path by name and number": lambda d: d["columns"].__setitem__("$.header.magic", ["plain", ["tracepack"]]),
+    "a path by name only": lambda d: d["columns"].__setitem__("$.header.magic", d["columns"].pop(0)),
+    "layout 1 with numbers": lambda d: d.__setitem__("layout", 1),
+    "layout 1 with paths": lambda d: d.update(
+        layout=1, columns={__import__("tracepack.codecs.columnar").codecs.columnar.path_numbers()[0][k]: v
+                           for k, v in d["columns"].items()}
+    ),
+}  # fmt: skip
+
+
+def columnar_payload(case: str) -> bytes:
+    doc = _columnar()
+    replaced = COLUMNAR_PAYLOADS[case](doc)
+    return msgspec.msgpack.encode(doc if replaced is None else replaced)
+
+
+@pytest.mark.parametrize("case", sorted(COLUMNAR_PAYLOADS))
+def test_columnar_payloads(cpp_bin: Path, tmp_path: Path, case: str) -> None:
+    _check(cpp_bin, tmp_path, columnar_payload(case), "columnar")
+
+
+#: (column path, entry) pairs, each one defect (or none) in one column.
+COLUMNS: dict[str, tuple[str, Any]] = {
+    "unknown encoding": ("$.graph.nodes[].stack", ["zzz", [0]]),
+    "forms on integers": ("$.graph.nodes[].stack", ["forms", [[], [], [], [], []]]),
+    "delta on strings": ("$.strings[]", ["delta", [0]]),
+    "delta on booleans": ("$.graph.values[].requires_grad", ["delta", [0]]),
+    "delta on tags": ("$.graph.nodes[].inputs[].arg#tag", ["delta", [2]]),
+    "values not a list": ("$.graph.nodes[].stack", ["plain", 5]),
+    "values a map": ("$.graph.nodes[].stack", ["plain", {"a": 1}]),
+    "too few values": ("$.graph.nodes[].stack", ["plain", [0]]),
+    "a string among ints": ("$.graph.nodes[].stack", ["plain", [0, "x"]]),
+    "a negative u32": ("$.graph.nodes[].stack", ["plain", [0, -1]]),
+    "a u32 past its range": ("$.graph.nodes[].stack", ["plain", [0, 2**32]]),
+    "delta below the range": ("$.graph.nodes[].stack", ["delta", [0, 5, -10, 2**33]]),
+    "delta above the range": ("$.graph.nodes[].stack", ["delta", [2**33, -(2**33), 2**32]]),
+    "delta of strings": ("$.graph.nodes[].stack", ["delta", [0, "x"]]),
+    "an unknown enum value": ("$.graph.nodes[].stack_style", ["plain", [0, 7]]),
+    "an enum of the wrong type": ("$.graph.nodes[].stack_style", ["plain", [0, "x"]]),
+    "an unknown enum value, delta": ("$.graph.nodes[].stack_style", ["delta", [0, 1, 1]]),
+    "an unknown variant": ("$.graph.nodes[].inputs[].arg#tag", ["plain", [99]]),
+    "a nil variant": ("$.graph.nodes[].inputs[].arg#tag", ["plain", [None]]),
+    "a str variant": ("$.graph.nodes[].inputs[].arg#tag", ["plain", ["x"]]),
+    "a negative length": ("$.graph.nodes[].inputs#len", ["delta", [1, -5]]),
+    "a length of strings": ("$.graph.nodes[].inputs#len", ["plain", ["x"]]),
+    "huge lengths": ("$.graph.nodes[].inputs#len", ["plain", [2**64 - 1, 2**64 - 1]]),
+    "a boolean of ints": ("$.graph.values[].requires_grad", ["plain", [1]]),
+    "a present flag of ints": ("$.header.producer#present", ["plain", [1]]),
+    "no producer": ("$.header.producer#present", ["plain", [False]]),
+    "a float of strings": ("$.graph.nodes[].inputs[].arg<6>.value", ["plain", ["x"]]),
+    "a string of ints": ("$.strings[]", ["plain", [1]]),
+    "a string not UTF-8": ("$.header.magic", ["plain", [b"\xff".decode("latin1")]]),
+    "forms: not five": ("$.strings[]", ["forms", [[], []]]),
+    "forms: not lists": ("$.strings[]", ["forms", [1, 2, 3, 4, 5]]),
+    "forms: a bad step": ("$.strings[]", ["forms", [[""], ["x"], [0], [0], [0]]]),
+    "forms: lengths differ": ("$.strings[]", ["forms", [[""], [0, 1], [0], [0], [0]]]),
+    "forms: too few literals": ("$.strings[]", ["forms", [[""], [], [], [], []]]),
+    "forms: a form past the rows": ("$.strings[]", ["forms", [None, [10**9], [0], [0], [0]]]),
+    "forms: a step of 0": ("$.strings[]", ["forms", [None, [1, 0], [0, 0], [0, 0], [0, 0]]]),
+    "forms: a literal in a form row": ("$.strings[]", ["forms", [None, [2], [0], [0], [0]]]),
+    "forms: an affix that is a form": ("$.strings[]", ["forms", [None, [1], [1], [0], [0]]]),
+    "forms: an affix past the literals": ("$.strings[]", ["forms", [None, [1], [10**6], [0], [0]]]),
+    "forms: a negative number": ("$.strings[]", ["forms", [None, [1], [0], [0], [-5]]]),
+    "forms: a number past 10**18": ("$.strings[]", ["forms", [None, [1], [0], [0], [10**18]]]),
+    "forms: numbers past 64 bits": ("$.strings[]", ["forms", [None, [1, 1], [0, 0], [0, 0], [2**63 - 1, 2**63 - 1]]]),
+    "forms: a good one": ("$.strings[]", ["forms", [None, [1, 1], [0, 0], [0, 0], [5, 0]]]),
+    "forms: long affixes": ("$.strings[]", ["forms", [None, [1], [0], [0], [0]]]),
+}  # fmt: skip
+
+
+def columnar_column(case: str) -> bytes:
+    """The sample's columnar payload with one column replaced as ``COLUMNS[case]`` says."""
+    doc = _columnar()
+    path, entry = COLUMNS[case]
+    entry = list(entry)
+    if entry[0] == "forms" and isinstance(entry[1], list) and entry[1] and entry[1][0] is None:
+        # the string table's own strings as literals (row 1 emptied for a form), the affixes after them
+        old = doc["columns"][_number("$.strings[]")]
+        strings = old[1] if old[0] == "plain" else tracepack.load(SAMPLE).strings
+        literals = list(strings)
+        if case != "forms: a literal in a form row":
+            literals[1] = ""
+            literals[2] = "" if case != "forms: a step of 0" else literals[2]
+        literals.append("x" * (300 if case == "forms: long affixes" else 3))
+        forms = list(entry[1])
+        if forms[2] == [0]:
+            forms[2] = [len(literals) - 1]
+        elif forms[2] == [0, 0]:
+            forms[2] = [len(literals) - 1] * 2
+        if forms[3] == [0]:
+            forms[3] = [len(literals) - 1]
+        elif forms[3] == [0, 0]:
+            forms[3] = [len(literals) - 1] * 2
+        forms[0] = literals
+        entry = ["forms", forms]
+    doc["columns"][_number(path)] = entry
+    if case == "a string not UTF-8":
+        return msgspec.msgpack.encode(doc).replace(b"\xa2\xc3\xbf", b"\xa1\xff")
+    return msgspec.msgpack.encode(doc)
+
+
+@pytest.mark.parametrize("case", sorted(COLUMNS))
+def test_columnar_columns(cpp_bin: Path, tmp_path: Path, case: str) -> None:
+    _check(cpp_bin, tmp_path, columnar_column(case), "columnar")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "$.graph.nodes[].name",
+        "$.graph.nodes[].stack",
+        "$.graph.nodes[].inputs#len",
+        "$.graph.nodes[].inputs[].arg#tag",
+        "$.header.producer#present",
+        "$.strings#len",
+    ],
+)
+def test_columnar_missing_columns(cpp_bin: Path, tmp_path: Path, path: str) -> None:
+    """A column left out: its field's default in every row, or refused (a field without one)."""
+    doc = _columnar()
+    doc["columns"].pop(_number(path), None)
+    _check(cpp_bin, tmp_path, msgspec.msgpack.encode(doc), "columnar")
+
+
+def test_columnar_number_table() -> None:
+    """Layout 2's numbers in the generated C++ are the reference's (spec §6.3)."""
+    import re
+
+    from tracepack.codecs.columnar import column_paths, path_numbers
+    from tracepack.codegen.check import load_schemas
+    from tracepack.codegen.emit_cpp import column_numbers
+    from tracepack.codegen.emit_cpp import column_paths as cpp_paths
+
+    text = (harness.REPO / "generated" / "cpp" / "tracepack" / "versions.cpp").read_text(encoding="utf-8")
+    table = re.findall(r'^    "([^"]+)",  // (\d+)$', text, flags=re.M)
+    assert [p for p, _ in table] == list(path_numbers()[0])
+    schemas = load_schemas(harness.REPO / "schema")
+    assert column_numbers(schemas) == list(path_numbers()[0])
+    for schema in schemas:
+        assert cpp_paths(schema) == column_paths((schema.major, schema.minor))

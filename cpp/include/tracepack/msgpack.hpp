@@ -62,6 +62,34 @@ public:
         return mismatch(expected);
     }
 
+    // A map header; `expected` names what the schema wanted.
+    bool map(std::uint32_t& n, const char* expected = "object") {
+        if (p_ >= end_) return truncated();
+        std::uint8_t c = *p_;
+        if ((c & 0xf0) == 0x80) {
+            n = c & 0x0f;
+            ++p_;
+            return true;
+        }
+        if (c == 0xde) {
+            if (remaining() < 3) return truncated();
+            n = static_cast<std::uint32_t>(p_[1]) << 8 | p_[2];
+            p_ += 3;
+            return true;
+        }
+        if (c == 0xdf) {
+            if (remaining() < 5) return truncated();
+            n = be32(p_ + 1);
+            p_ += 5;
+            return true;
+        }
+        return mismatch(expected);
+    }
+
+    // A str's bytes, not checked for UTF-8 (a map key matched against field names); a value of another type
+    // is refused at its first byte, as a key is.
+    bool key(std::string_view& out);
+
     // An array of at least `need` items (a struct's required fields).
     bool array_min(std::uint32_t need, std::uint32_t& n, const char* expected = "array") {
         if (!array(n, expected)) return false;

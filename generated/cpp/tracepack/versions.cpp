@@ -21,6 +21,246 @@ auto up_list(std::vector<T>&& xs, F&& f) {
 
 }  // namespace
 
+// Layout 2's column numbers (spec §6.3): every path of every release, each release's new paths appended.
+const char* const kColumnPaths[] = {
+    "$.header.magic",  // 0
+    "$.header.version.major",  // 1
+    "$.header.version.minor",  // 2
+    "$.header.producer#present",  // 3
+    "$.header.producer.name",  // 4
+    "$.header.producer.version",  // 5
+    "$.header.metadata#len",  // 6
+    "$.header.metadata[].key",  // 7
+    "$.header.metadata[].value",  // 8
+    "$.strings#len",  // 9
+    "$.strings[]",  // 10
+    "$.files.name#len",  // 11
+    "$.files.name[]",  // 12
+    "$.lines.file#len",  // 13
+    "$.lines.file[]",  // 14
+    "$.lines.line#len",  // 15
+    "$.lines.line[]",  // 16
+    "$.lines.name#len",  // 17
+    "$.lines.name[]",  // 18
+    "$.lines.text#len",  // 19
+    "$.lines.text[]",  // 20
+    "$.frames.line#len",  // 21
+    "$.frames.line[]",  // 22
+    "$.frames.col#len",  // 23
+    "$.frames.col[]",  // 24
+    "$.frames.end_col#len",  // 25
+    "$.frames.end_col[]",  // 26
+    "$.frames.annotation#len",  // 27
+    "$.frames.annotation[]",  // 28
+    "$.stacks.parent#len",  // 29
+    "$.stacks.parent[]",  // 30
+    "$.stacks.frame#len",  // 31
+    "$.stacks.frame[]",  // 32
+    "$.modules.parent#len",  // 33
+    "$.modules.parent[]",  // 34
+    "$.modules.key#len",  // 35
+    "$.modules.key[]",  // 36
+    "$.modules.path#len",  // 37
+    "$.modules.path[]",  // 38
+    "$.modules.type#len",  // 39
+    "$.modules.type[]",  // 40
+    "$.modules.method#len",  // 41
+    "$.modules.method[]",  // 42
+    "$.sources.file#len",  // 43
+    "$.sources.file[]",  // 44
+    "$.sources.start_line#len",  // 45
+    "$.sources.start_line[]",  // 46
+    "$.sources.line_count#len",  // 47
+    "$.sources.line_count[]",  // 48
+    "$.sources.lines#len",  // 49
+    "$.sources.lines[]",  // 50
+    "$.ranges.source#len",  // 51
+    "$.ranges.source[]",  // 52
+    "$.ranges.start#len",  // 53
+    "$.ranges.start[]",  // 54
+    "$.ranges.end#len",  // 55
+    "$.ranges.end[]",  // 56
+    "$.debug_handles.handle#len",  // 57
+    "$.debug_handles.handle[]",  // 58
+    "$.debug_handles.stack#len",  // 59
+    "$.debug_handles.stack[]",  // 60
+    "$.debug_handles.module#len",  // 61
+    "$.debug_handles.module[]",  // 62
+    "$.debug_handles.op#len",  // 63
+    "$.debug_handles.op[]",  // 64
+    "$.debug_handles.range#len",  // 65
+    "$.debug_handles.range[]",  // 66
+    "$.graph.name",  // 67
+    "$.graph.inputs#len",  // 68
+    "$.graph.inputs[]#tag",  // 69
+    "$.graph.inputs[]<2>.name",  // 70
+    "$.graph.inputs[]<3>.names#len",  // 71
+    "$.graph.inputs[]<3>.names[]",  // 72
+    "$.graph.inputs[]<4>.value",  // 73
+    "$.graph.inputs[]<5>.values#len",  // 74
+    "$.graph.inputs[]<5>.values[]",  // 75
+    "$.graph.inputs[]<6>.value",  // 76
+    "$.graph.inputs[]<7>.values#len",  // 77
+    "$.graph.inputs[]<7>.values[]",  // 78
+    "$.graph.inputs[]<8>.value",  // 79
+    "$.graph.inputs[]<9>.values#len",  // 80
+    "$.graph.inputs[]<9>.values[]",  // 81
+    "$.graph.inputs[]<10>.value",  // 82
+    "$.graph.inputs[]<11>.values#len",  // 83
+    "$.graph.inputs[]<11>.values[]",  // 84
+    "$.graph.inputs[]<12>.name",  // 85
+    "$.graph.inputs[]<13>.variant",  // 86
+    "$.graph.inputs[]<13>.json",  // 87
+    "$.graph.outputs#len",  // 88
+    "$.graph.outputs[]#tag",  // 89
+    "$.graph.outputs[]<2>.name",  // 90
+    "$.graph.outputs[]<3>.names#len",  // 91
+    "$.graph.outputs[]<3>.names[]",  // 92
+    "$.graph.outputs[]<4>.value",  // 93
+    "$.graph.outputs[]<5>.values#len",  // 94
+    "$.graph.outputs[]<5>.values[]",  // 95
+    "$.graph.outputs[]<6>.value",  // 96
+    "$.graph.outputs[]<7>.values#len",  // 97
+    "$.graph.outputs[]<7>.values[]",  // 98
+    "$.graph.outputs[]<8>.value",  // 99
+    "$.graph.outputs[]<9>.values#len",  // 100
+    "$.graph.outputs[]<9>.values[]",  // 101
+    "$.graph.outputs[]<10>.value",  // 102
+    "$.graph.outputs[]<11>.values#len",  // 103
+    "$.graph.outputs[]<11>.values[]",  // 104
+    "$.graph.outputs[]<12>.name",  // 105
+    "$.graph.outputs[]<13>.variant",  // 106
+    "$.graph.outputs[]<13>.json",  // 107
+    "$.graph.nodes#len",  // 108
+    "$.graph.nodes[].name",  // 109
+    "$.graph.nodes[].target",  // 110
+    "$.graph.nodes[].inputs#len",  // 111
+    "$.graph.nodes[].inputs[].name",  // 112
+    "$.graph.nodes[].inputs[].arg#tag",  // 113
+    "$.graph.nodes[].inputs[].arg<2>.name",  // 114
+    "$.graph.nodes[].inputs[].arg<3>.names#len",  // 115
+    "$.graph.nodes[].inputs[].arg<3>.names[]",  // 116
+    "$.graph.nodes[].inputs[].arg<4>.value",  // 117
+    "$.graph.nodes[].inputs[].arg<5>.values#len",  // 118
+    "$.graph.nodes[].inputs[].arg<5>.values[]",  // 119
+    "$.graph.nodes[].inputs[].arg<6>.value",  // 120
+    "$.graph.nodes[].inputs[].arg<7>.values#len",  // 121
+    "$.graph.nodes[].inputs[].arg<7>.values[]",  // 122
+    "$.graph.nodes[].inputs[].arg<8>.value",  // 123
+    "$.graph.nodes[].inputs[].arg<9>.values#len",  // 124
+    "$.graph.nodes[].inputs[].arg<9>.values[]",  // 125
+    "$.graph.nodes[].inputs[].arg<10>.value",  // 126
+    "$.graph.nodes[].inputs[].arg<11>.values#len",  // 127
+    "$.graph.nodes[].inputs[].arg<11>.values[]",  // 128
+    "$.graph.nodes[].inputs[].arg<12>.name",  // 129
+    "$.graph.nodes[].inputs[].arg<13>.variant",  // 130
+    "$.graph.nodes[].inputs[].arg<13>.json",  // 131
+    "$.graph.nodes[].inputs[].kind",  // 132
+    "$.graph.nodes[].outputs#len",  // 133
+    "$.graph.nodes[].outputs[]#tag",  // 134
+    "$.graph.nodes[].outputs[]<2>.name",  // 135
+    "$.graph.nodes[].outputs[]<3>.names#len",  // 136
+    "$.graph.nodes[].outputs[]<3>.names[]",  // 137
+    "$.graph.nodes[].outputs[]<4>.value",  // 138
+    "$.graph.nodes[].outputs[]<5>.values#len",  // 139
+    "$.graph.nodes[].outputs[]<5>.values[]",  // 140
+    "$.graph.nodes[].outputs[]<6>.value",  // 141
+    "$.graph.nodes[].outputs[]<7>.values#len",  // 142
+    "$.graph.nodes[].outputs[]<7>.values[]",  // 143
+    "$.graph.nodes[].outputs[]<8>.value",  // 144
+    "$.graph.nodes[].outputs[]<9>.values#len",  // 145
+    "$.graph.nodes[].outputs[]<9>.values[]",  // 146
+    "$.graph.nodes[].outputs[]<10>.value",  // 147
+    "$.graph.nodes[].outputs[]<11>.values#len",  // 148
+    "$.graph.nodes[].outputs[]<11>.values[]",  // 149
+    "$.graph.nodes[].outputs[]<12>.name",  // 150
+    "$.graph.nodes[].outputs[]<13>.variant",  // 151
+    "$.graph.nodes[].outputs[]<13>.json",  // 152
+    "$.graph.nodes[].stack",  // 153
+    "$.graph.nodes[].stack_style",  // 154
+    "$.graph.nodes[].module",  // 155
+    "$.graph.nodes[].meta_keys#len",  // 156
+    "$.graph.nodes[].meta_keys[]",  // 157
+    "$.graph.nodes[].meta_values#len",  // 158
+    "$.graph.nodes[].meta_values[]",  // 159
+    "$.graph.values#len",  // 160
+    "$.graph.values[].name",  // 161
+    "$.graph.values[].dtype",  // 162
+    "$.graph.values[].shape#len",  // 163
+    "$.graph.values[].shape[]",  // 164
+    "$.graph.values[].sym_shape#len",  // 165
+    "$.graph.values[].sym_shape[]",  // 166
+    "$.graph.values[].strides#len",  // 167
+    "$.graph.values[].strides[]",  // 168
+    "$.graph.values[].sym_strides#len",  // 169
+    "$.graph.values[].sym_strides[]",  // 170
+    "$.graph.values[].device",  // 171
+    "$.graph.values[].requires_grad",  // 172
+    "$.graph.values[].json",  // 173
+    "$.graph.values[].storage_offset",  // 174
+    "$.graph.values[].sym_storage_offset",  // 175
+    "$.graph.values[].layout",  // 176
+    "$.debug_files#len",  // 177
+    "$.debug_files[].path",  // 178
+    "$.debug_files[].byte_offset#len",  // 179
+    "$.debug_files[].byte_offset[]",  // 180
+    "$.debug_files[].range#len",  // 181
+    "$.debug_files[].range[]",  // 182
+    "$.debug_files[].tag#len",  // 183
+    "$.debug_files[].tag[]",  // 184
+    "$.debug_files[].format",  // 185
+    "$.extensions#len",  // 186
+    "$.extensions[].name",  // 187
+    "$.extensions[].json",  // 188
+    "$.frames.end_line#len",  // 189
+    "$.frames.end_line[]",  // 190
+    "$.graph.nodes[].from_node#len",  // 191
+    "$.graph.nodes[].from_node[]",  // 192
+    "$.graph.nodes[].from_node_meta_index",  // 193
+    "$.provenance#present",  // 194
+    "$.provenance.name#len",  // 195
+    "$.provenance.name[]",  // 196
+    "$.provenance.target#len",  // 197
+    "$.provenance.target[]",  // 198
+    "$.provenance.graph_id#len",  // 199
+    "$.provenance.graph_id[]",  // 200
+    "$.provenance.pass_name#len",  // 201
+    "$.provenance.pass_name[]",  // 202
+    "$.provenance.action#len",  // 203
+    "$.provenance.action[]",  // 204
+    "$.provenance.child_count#len",  // 205
+    "$.provenance.child_count[]",  // 206
+    "$.provenance.children#len",  // 207
+    "$.provenance.children[]",  // 208
+    "$.extensions[].template",  // 209
+    "$.extensions[].refs#len",  // 210
+    "$.extensions[].refs[]",  // 211
+    "$.signature#present",  // 212
+    "$.signature.output#len",  // 213
+    "$.signature.output[]",  // 214
+    "$.signature.kind#len",  // 215
+    "$.signature.kind[]",  // 216
+    "$.signature.arg#len",  // 217
+    "$.signature.arg[]",  // 218
+    "$.signature.arg_form#len",  // 219
+    "$.signature.arg_form[]",  // 220
+    "$.signature.target_key#len",  // 221
+    "$.signature.target_key[]",  // 222
+    "$.signature.target#len",  // 223
+    "$.signature.target[]",  // 224
+    "$.signature.persistent#len",  // 225
+    "$.signature.persistent[]",  // 226
+    "$.signature.json#len",  // 227
+    "$.signature.json[]",  // 228
+    "$.module_calls#present",  // 229
+    "$.module_calls.fqn#len",  // 230
+    "$.module_calls.fqn[]",  // 231
+    "$.module_calls.signature#len",  // 232
+    "$.module_calls.signature[]",  // 233
+    "$.module_calls.json#len",  // 234
+    "$.module_calls.json[]",  // 235
+};
+
 // 1.0 -> 1.1 only adds (spec §10.2): every field moves to the same field,
 // every added one is at its default.
 namespace upgrade_v1_0_to_v1_1_detail {
@@ -629,6 +869,8 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 0: return v1_0::decode_json(payload, doc, failure, limits);
             case 1: return v1_0::decode_msgpack(payload, doc, failure, limits);
             case 2: return v1_0::decode_flatbuffers_rows(payload, doc, failure);
+            case 3: return v1_0::decode_columnar(payload, doc, failure, limits, kColumnPaths,
+                                                236);
             default: supported = false; return false;
         }
     }
@@ -638,6 +880,8 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 0: return v1_1::decode_json(payload, doc, failure, limits);
             case 1: return v1_1::decode_msgpack(payload, doc, failure, limits);
             case 2: return v1_1::decode_flatbuffers_rows(payload, doc, failure);
+            case 3: return v1_1::decode_columnar(payload, doc, failure, limits, kColumnPaths,
+                                                236);
             default: supported = false; return false;
         }
     }
@@ -647,6 +891,8 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 0: return v1_2::decode_json(payload, doc, failure, limits);
             case 1: return v1_2::decode_msgpack(payload, doc, failure, limits);
             case 2: return v1_2::decode_flatbuffers_rows(payload, doc, failure);
+            case 3: return v1_2::decode_columnar(payload, doc, failure, limits, kColumnPaths,
+                                                236);
             default: supported = false; return false;
         }
     }

@@ -45,5 +45,7 @@ void set_payload_version(AnyDocument& doc, SchemaVersion version);
 bool validate_any(const AnyDocument& doc, rt::Failure& failure);
 // Migrate a document to the current version, one release at a time (spec §10.2).
 current::Document upgrade_to_current(AnyDocument&& doc);
+// Layout 2's column numbers: the path of each (spec §6.3).
+extern const char* const kColumnPaths[236];
 
 }  // namespace tracepack

@@ -36,7 +36,7 @@ from tracepack.codegen.emit_python import header_lines
 from tracepack.codegen.model import INT_RANGES, Field, Schema, Struct, TypeRef
 from tracepack.errors import SchemaError
 
-__all__ = ["additive_step", "cpp_name", "emit_cpp", "emit_cpp_versions"]
+__all__ = ["additive_step", "column_numbers", "column_paths", "cpp_name", "emit_cpp", "emit_cpp_versions"]
 
 # C++ keywords and names that would clash with the standard library's macros: a schema name that is one
 # gets a trailing underscore (`int` -> `int_`).
@@ -474,6 +474,9 @@ def _emit_codecs_hpp(v: _Version) -> str:
         f"bool decode_msgpack(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits);",
         f"bool decode_json(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits);",
         f"bool decode_flatbuffers_rows(std::string_view payload, {root}& out, rt::Failure& failure);",
+        "// The columnar codec: `numbers` are layout 2's column paths by number (versions.hpp, kColumnPaths).",
+        f"bool decode_columnar(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits,",
+        "                     const char* const* numbers, std::size_t count);",
         "",
         "// Check what decoding cannot (spec §9.3): references, tables, tries. An IntegrityError on failure.",
         f"bool validate(const {root}& doc, rt::Failure& failure);",
@@ -1720,6 +1723,402 @@ class _Plain:
 
 
 # ---------------------------------------------------------------------------------------------------
+# columnar.cpp (spec §6)
+# ---------------------------------------------------------------------------------------------------
+
+
+def _range_words(lo: int | None, hi: int | None) -> str:
+    if lo is None and hi is None:
+        return "integers"
+    if lo is None:
+        return f"integers <= {hi}"
+    if hi is None:
+        return f"integers >= {lo}"
+    return f"integers in {lo}..{hi}"
+
+
+def _int_limits(name: str) -> tuple[int | None, int | None]:
+    """The bounds the reference model gives an integer type (u64 has no upper one: MessagePack's)."""
+    lo, hi = INT_RANGES[name]
+    return lo, (None if name == "u64" else hi)
+
+
+def column_paths(schema: Schema) -> list[str]:
+    """Every column path of the version's documents, in plan order (spec §6.2)."""
+    out: list[str] = []
+
+    def node(t: TypeRef, path: str, optional: bool) -> None:
+        if t.kind == "list":
+            assert t.item is not None
+            out.append(path + "#len")
+            node(t.item, path + "[]", False)
+        elif t.kind == "union":
+            out.append(path + "#tag")
+            for var in schema.unions[t.name].variants:
+                struct(schema.structs[var.type], f"{path}<{var.id}>")
+        elif t.kind == "struct":
+            if optional:
+                out.append(path + "#present")
+            struct(schema.structs[t.name], path)
+        else:
+            out.append(path)
+
+    def struct(s: Struct, path: str) -> None:
+        for f in s.fields:
+            node(f.type, f"{path}.{f.name}", f.optional)
+
+    struct(schema.root_struct, "$")
+    return out
+
+
+def column_numbers(schemas: list[Schema]) -> list[str]:
+    """Layout 2's path numbers (spec §6.3): the released versions' paths, each release's new ones appended."""
+    paths: list[str] = []
+    seen: set[str] = set()
+    for schema in sorted((s for s in schemas if s.status == "released"), key=lambda s: (s.major, s.minor)):
+        for path in column_paths(schema):
+            if path not in seen:
+                seen.add(path)
+                paths.append(path)
+    return paths
+
+
+class _Columnar:
+    """Rows from columns: a function per struct, union and list type, given its path and its row count,
+    reading its columns and building its rows in the order of spec §6.5."""
+
+    def __init__(self, v: _Version) -> None:
+        self.v = v
+        self.schema = v.schema
+        self.bodies: list[str] = []
+        self.lists: dict[str, TypeRef] = {}
+
+    def what(self, t: TypeRef) -> str:
+        if t.kind == "enum":
+            e = self.schema.enums[t.name]
+            return f"{e.name} values " + ", ".join(f"{val.value} ({val.name})" for val in e.values)
+        if t.kind == "scalar" and t.name in INT_RANGES:
+            return _range_words(*_int_limits(t.name))
+        if t.kind == "scalar":
+            return "booleans" if t.name == "bool" else "numbers"
+        return "strings"
+
+    def leaf(self, t: TypeRef, path: str, n: str, tmp: str) -> list[str]:
+        """Read leaf column ``path`` (a C++ expression) of ``n`` rows into ``tmp``; ``tmp_found``."""
+        ct = self.v.ctype(t)
+        if t.kind == "enum":
+            e = self.schema.enums[t.name]
+            allowed = ", ".join(str(val.value) for val in e.values)
+            return [
+                f"std::vector<std::int64_t> {tmp}_raw;",
+                f'if (!r.enums({path}, {n}, {{{allowed}}}, "{self.what(t)}", {tmp}_raw, {tmp}_found)) return false;',
+                f"std::vector<{ct}> {tmp};",
+                f"for (auto x : {tmp}_raw) {tmp}.push_back(static_cast<{ct}>(x));",
+            ]
+        if t.kind == "scalar" and t.name in INT_RANGES:
+            lo, hi = _int_limits(t.name)
+            if t.name.startswith("u"):
+                bound = "UINT64_MAX" if hi is None else f"{hi}ULL"
+                call = f'r.uints({path}, {n}, {bound}, true, "{self.what(t)}", {tmp}_raw, {tmp}_found)'
+                raw = "std::uint64_t"
+            else:
+                lo_s = "INT64_MIN" if lo == INT_RANGES["i64"][0] else str(lo)
+                hi_s = "INT64_MAX" if hi == INT_RANGES["i64"][1] else str(hi)
+                call = f'r.ints({path}, {n}, {lo_s}, {hi_s}, true, "{self.what(t)}", {tmp}_raw, {tmp}_found)'
+                raw = "std::int64_t"
+            return [
+                f"std::vector<{raw}> {tmp}_raw;",
+                f"if (!{call}) return false;",
+                f"std::vector<{ct}> {tmp}({tmp}_raw.begin(), {tmp}_raw.end());",
+            ]
+        if t.kind == "scalar" and t.name == "bool":
+            return [f"std::vector<bool> {tmp};", f"if (!r.bools({path}, {n}, {tmp}, {tmp}_found)) return false;"]
+        if t.kind == "scalar":
+            return [f"std::vector<double> {tmp};", f"if (!r.floats({path}, {n}, {tmp}, {tmp}_found)) return false;"]
+        return [f"std::vector<std::string> {tmp};", f"if (!r.strings({path}, {n}, {tmp}, {tmp}_found)) return false;"]
+
+    def own(self, f: Field, path: str) -> str:
+        """A field's own column (spec §6.2): the one that says whether it is stored."""
+        t = f.type
+        if t.kind == "list":
+            return f'{path} + "#len"'
+        if t.kind == "union":
+            return f'{path} + "#tag"'
+        if t.kind == "struct" and f.optional:
+            return f'{path} + "#present"'
+        return path
+
+    def field(self, f: Field, k: int) -> list[str]:
+        """Read field ``f`` of ``n`` rows at ``p.f`` into ``v{k}`` (a vector of ``n`` values)."""
+        t = f.type
+        path = f'p + ".{f.name}"'
+        tmp = f"v{k}"
+        ct = self.v.field_type(f)
+        lines = [] if t.kind == "struct" and not f.optional else [f"bool {tmp}_found = true;"]
+        if t.kind == "list":
+            assert t.item is not None
+            key = self.list_key(t.item)
+            lines += [f"std::vector<{ct}> {tmp};", f"if (!cl_{key}(r, {path}, n, {tmp}, {tmp}_found)) return false;"]
+        elif t.kind == "union":
+            fn = f"cl_{_snake(t.name)}"
+            lines += [
+                f"std::vector<{ct}> {tmp};",
+                f"if (!{fn}(r, {path}, n, {'true' if f.optional else 'false'}, {tmp}, {tmp}_found)) return false;",
+            ]
+        elif t.kind == "struct" and f.optional:
+            lines += [
+                f"std::vector<{ct}> {tmp};",
+                f"if (!cl_optional_{_snake(t.name)}(r, {path}, n, {tmp}, {tmp}_found)) return false;",
+            ]
+        elif t.kind == "struct":
+            lines += [f"std::vector<{ct}> {tmp};", f"if (!cl_{_snake(t.name)}(r, {path}, n, {tmp})) return false;"]
+        else:
+            lines += self.leaf(t, path, "n", tmp)
+        if t.kind == "struct" and not f.optional:
+            return lines
+        # absent: the default in every row (at most one per payload byte), or refused
+        if f.required:
+            lines.append(f"if (!{tmp}_found) return r.missing({self.own(f, path)}, n, true);")
+        else:
+            default = self.v.default(f).removeprefix(" = ")
+            fill = f"{tmp}.assign(static_cast<std::size_t>(n), {ct}{{{default}}});"
+            if t.kind == "scalar" and t.name == "bool":
+                fill = f"{tmp}.assign(static_cast<std::size_t>(n), {default or 'false'});"
+            lines += [
+                f"if (!{tmp}_found) {{",
+                f"    if (!r.rows({self.own(f, path)}, n)) return false;",
+                f"    {fill}",
+                "}",
+            ]
+        return lines
+
+    def list_key(self, item: TypeRef) -> str:
+        key = f"list_{item.name if item.kind == 'scalar' else _snake(item.name)}"
+        self.lists[key] = item
+        return key
+
+    def struct(self, s: Struct) -> None:
+        fn = _snake(s.name)
+        body = [
+            f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, std::vector<{s.name}>& out) {{",
+            "    out.clear();",
+            "    if (n == 0) return true;",
+        ]
+        if not s.fields:
+            body += [
+                "    if (!r.rows(p, n)) return false;",
+                "    out.resize(static_cast<std::size_t>(n));",
+                "    return true;",
+                "}",
+                "",
+            ]
+            self.bodies += body
+            return
+        for k, f in enumerate(s.fields):
+            body += [f"    // {f.name}"] + [f"    {ln}" for ln in self.field(f, k)]
+        body += ["    out.resize(static_cast<std::size_t>(n));", "    for (std::size_t i = 0; i < out.size(); ++i) {"]
+        for k, f in enumerate(s.fields):
+            x = cpp_name(f.name)
+            if f.type.kind == "scalar" and f.type.name == "bool":
+                body.append(f"        out[i].{x} = v{k}[i];")
+            else:
+                body.append(f"        out[i].{x} = std::move(v{k}[i]);")
+        body += ["    }", "    return true;", "}", ""]
+        self.bodies += body
+
+    def optional(self, name: str) -> None:
+        fn = _snake(name)
+        self.bodies += [
+            f"// An optional {name} (spec §6.2): `#present`, then the present values' rows at the same path.",
+            f"bool cl_optional_{fn}(col::Reader& r, const std::string& p, col::u128 n,",
+            f"                      std::vector<std::optional<{name}>>& out, bool& found) {{",
+            "    out.clear();",
+            "    found = true;",
+            "    if (n == 0) return true;",
+            "    std::vector<bool> flags;",
+            '    if (!r.bools(p + "#present", n, flags, found)) return false;',
+            "    if (!found) return true;",
+            "    col::u128 count = 0;",
+            "    for (bool b : flags) count += b;",
+            f"    std::vector<{name}> present;",
+            f"    if (!cl_{fn}(r, p, count, present)) return false;",
+            "    out.resize(flags.size());",
+            "    std::size_t next = 0;",
+            "    for (std::size_t i = 0; i < flags.size(); ++i) {",
+            "        if (flags[i]) out[i] = std::move(present[next++]);",
+            "    }",
+            "    return true;",
+            "}",
+            "",
+        ]
+
+    def union(self, name: str) -> None:
+        u = self.schema.unions[name]
+        fn = _snake(name)
+        what = "variant ids " + ", ".join(f"{var.id} ({var.type})" for var in u.variants)
+        ids = ", ".join(str(var.id) for var in u.variants)
+        body = [
+            f"// A {name} (spec §6.2): `#tag`, then each variant's rows at `<ID>`, in the order of their tags.",
+            "template <typename Out>",
+            f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,",
+            "              bool& found) {",
+            "    out.clear();",
+            "    found = true;",
+            "    if (n == 0) return true;",
+            "    std::vector<std::int64_t> tags;",
+            f'    const char* what = nullable ? "{what} or nil (none)" : "{what}";',
+            f'    if (!r.tags(p + "#tag", n, {{{ids}}}, nullable, what, tags, found)) return false;',
+            "    if (!found) return true;",
+        ]
+        for i, var in enumerate(u.variants):
+            body += [
+                f"    col::u128 count{i} = 0;",
+                f"    for (auto t : tags) count{i} += t == {var.id};",
+                f"    std::vector<{var.type}> rows{i};",
+                f'    if (count{i} && !cl_{_snake(var.type)}(r, p + "<{var.id}>", count{i}, rows{i})) return false;',
+                f"    std::size_t next{i} = 0;",
+            ]
+        body += [
+            "    out.resize(tags.size());",
+            "    for (std::size_t i = 0; i < tags.size(); ++i) {",
+            "        switch (tags[i]) {",
+        ]
+        for i, var in enumerate(u.variants):
+            body += [
+                f"            case {var.id}: {{",
+                f"                {name} value;",
+                f"                value.value.template emplace<{i}>(std::move(rows{i}[next{i}++]));",
+                "                out[i] = std::move(value);",
+                "                break;",
+                "            }",
+            ]
+        body += ["            default: break;  // nil: none", "        }", "    }", "    return true;", "}", ""]
+        self.bodies += body
+
+    def list_fn(self, key: str, item: TypeRef) -> list[str]:
+        ct = self.v.ctype(item)
+        lines = [
+            f"bool cl_{key}(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<{ct}>>& out,",
+            "             bool& found) {",
+            "    out.clear();",
+            "    found = true;",
+            "    if (n == 0) return true;",
+            "    std::vector<std::uint64_t> lens;",
+            '    if (!r.lengths(p + "#len", n, lens, found)) return false;',
+            "    if (!found) return true;",
+            "    col::u128 total = 0;",
+            "    for (auto l : lens) total += l;",
+            '    const std::string at = p + "[]";',
+        ]
+        if item.kind == "struct":
+            lines += [
+                f"    std::vector<{ct}> items;",
+                f"    if (!cl_{_snake(item.name)}(r, at, total, items)) return false;",
+            ]
+        elif item.kind == "union":
+            lines += [
+                f"    std::vector<{ct}> items;",
+                "    bool items_found = true;",
+                f"    if (!cl_{_snake(item.name)}(r, at, total, false, items, items_found)) return false;",
+                '    if (!items_found && total) return r.missing(at + "#tag", total, false);',
+            ]
+        else:
+            lines += [
+                "    bool items_found = true;",
+                *[f"    {ln}" for ln in self.leaf(item, "at", "total", "items")],
+                "    if (!items_found && total) return r.missing(at, total, false);",
+            ]
+        lines += [
+            "    out.resize(lens.size());",
+            "    std::size_t next = 0;",
+            "    for (std::size_t i = 0; i < lens.size(); ++i) {",
+            "        out[i].reserve(static_cast<std::size_t>(lens[i]));",
+            "        for (std::uint64_t j = 0; j < lens[i]; ++j) out[i].push_back(std::move(items[next++]));",
+            "    }",
+            "    return true;",
+            "}",
+            "",
+        ]
+        return lines
+
+    def emit(self) -> str:
+        schema = self.schema
+        v = self.v
+        optionals = sorted(
+            {f.type.name for s in schema.structs.values() for f in s.fields if f.optional and f.type.kind == "struct"}
+        )
+        decls: list[str] = []
+        for kind, name in _ordered(schema):
+            fn = _snake(name)
+            if kind == "struct":
+                self.struct(schema.structs[name])
+                decls.append(
+                    f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, std::vector<{name}>& out);"
+                )
+            else:
+                self.union(name)
+        for name in optionals:
+            self.optional(name)
+            decls.append(
+                f"bool cl_optional_{_snake(name)}(col::Reader& r, const std::string& p, col::u128 n, "
+                f"std::vector<std::optional<{name}>>& out, bool& found);"
+            )
+        lists: list[str] = []
+        for key, item in sorted(self.lists.items()):
+            lists += self.list_fn(key, item)
+            decls.append(
+                f"bool cl_{key}(col::Reader& r, const std::string& p, col::u128 n, "
+                f"std::vector<std::vector<{v.ctype(item)}>>& out, bool& found);"
+            )
+        union_decls = []
+        for name in schema.unions:
+            union_decls += [
+                "template <typename Out>",
+                f"bool cl_{_snake(name)}(col::Reader& r, const std::string& p, col::u128 n, bool nullable, "
+                "std::vector<Out>& out, bool& found);",
+            ]
+        root = schema.root
+        out = v.header("the columnar codec's decoder: rows from columns (spec §6).")
+        out += [
+            "//",
+            "// Each struct, union and list type has a function given its path and row count (spec §6.5): it reads",
+            "// its columns (each checked in full first: encoding, types, ranges, enum values, variant ids, count)",
+            "// and builds its rows; a field whose own column is absent takes its default in every row.",
+            "#include <cstdint>",
+            "#include <optional>",
+            "#include <string>",
+            "#include <vector>",
+            "",
+            '#include "tracepack/columnar.hpp"',
+            f'#include "tracepack/{schema.module_name}/codecs.hpp"',
+            "",
+            f"namespace {v.ns} {{",
+            "namespace {",
+            "",
+            *[f"[[maybe_unused]] {d}" for d in decls],
+            *union_decls,
+            "",
+            *self.bodies,
+            *lists,
+            "}  // namespace",
+            "",
+            f"bool decode_columnar(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits,",
+            "                     const char* const* numbers, std::size_t count) {",
+            "    col::Reader r(failure, payload.size());",
+            "    if (!r.parse(payload, numbers, count, limits)) return false;",
+            f"    std::vector<{root}> rows;",
+            f'    if (!cl_{_snake(root)}(r, "$", 1, rows)) return false;',
+            "    out = std::move(rows[0]);",
+            "    return true;",
+            "}",
+            "",
+            f"}}  // namespace {v.ns}",
+            "",
+        ]
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------
 # versions.hpp / versions.cpp and the migrations (spec §10)
 # ---------------------------------------------------------------------------------------------------
 
@@ -1810,6 +2209,7 @@ def _upgrade_functions(old: Schema, new: Schema) -> list[str]:
 def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
     released = [s for s in schemas if s.status == "released"]
     current = max(released, key=lambda s: (s.major, s.minor))
+    numbers = column_numbers(schemas)
     sources = ", ".join(s.source for s in schemas)
     head = [
         f"// @generated by tracepack.codegen from {sources}",
@@ -1859,6 +2259,8 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
         "bool validate_any(const AnyDocument& doc, rt::Failure& failure);",
         "// Migrate a document to the current version, one release at a time (spec §10.2).",
         "current::Document upgrade_to_current(AnyDocument&& doc);",
+        "// Layout 2's column numbers: the path of each (spec §6.3).",
+        f"extern const char* const kColumnPaths[{len(numbers)}];",
         "",
         "}  // namespace tracepack",
         "",
@@ -1882,6 +2284,13 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
         "}",
         "",
         "}  // namespace",
+        "",
+    ]
+    cpp += [
+        "// Layout 2's column numbers (spec §6.3): every path of every release, each release's new paths appended.",
+        "const char* const kColumnPaths[] = {",
+        *[f'    "{path}",  // {i}' for i, path in enumerate(numbers)],
+        "};",
         "",
     ]
     steps: list[tuple[Schema, Schema]] = list(pairwise(released))
@@ -1923,6 +2332,8 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
             f"            case 0: return {m}::decode_json(payload, doc, failure, limits);",
             f"            case 1: return {m}::decode_msgpack(payload, doc, failure, limits);",
             f"            case 2: return {m}::decode_flatbuffers_rows(payload, doc, failure);",
+            f"            case 3: return {m}::decode_columnar(payload, doc, failure, limits, kColumnPaths,",
+            f"                                                {len(numbers)});",
             "            default: supported = false; return false;",
             "        }",
             "    }",
@@ -1998,6 +2409,7 @@ def emit_cpp(schema: Schema) -> dict[str, str]:
         f"{base}/flatbuffers_rows.cpp": _Flatbuffers(v).emit(),
         f"{base}/validate.cpp": _Validator(v).emit(),
         f"{base}/plain.cpp": _Plain(v).emit(),
+        f"{base}/columnar.cpp": _Columnar(v).emit(),
     }
 
 

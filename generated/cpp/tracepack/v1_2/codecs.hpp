@@ -19,6 +19,9 @@ namespace tracepack::v1_2 {
 bool decode_msgpack(std::string_view payload, Document& out, rt::Failure& failure, const Limits& limits);
 bool decode_json(std::string_view payload, Document& out, rt::Failure& failure, const Limits& limits);
 bool decode_flatbuffers_rows(std::string_view payload, Document& out, rt::Failure& failure);
+// The columnar codec: `numbers` are layout 2's column paths by number (versions.hpp, kColumnPaths).
+bool decode_columnar(std::string_view payload, Document& out, rt::Failure& failure, const Limits& limits,
+                     const char* const* numbers, std::size_t count);
 
 // Check what decoding cannot (spec §9.3): references, tables, tries. An IntegrityError on failure.
 bool validate(const Document& doc, rt::Failure& failure);
