@@ -225,3 +225,28 @@ def test_payload_mutants(cpp_bin: Path, tmp_path: Path, codec: str) -> None:
         got = _check(cpp_bin, tmp_path, f"m{k}.tpk", _repack(mutant, codec))
         outcomes[got.code] += 1
     assert outcomes[2] >= 50, outcomes  # most mutants are refused; the others print the same document
+
+
+def test_error_format_json_is_the_protocol(cpp_bin: Path, tmp_path: Path) -> None:
+    """``--error-format json`` (spec §12.2): one line, ``json.dumps({"error": CLASS, "place": PLACE, "message":
+    LINE})`` with the Python CLI's message (the text line without ``tracepack: ``), exit 2."""
+    import json
+    import subprocess
+
+    data = _file("msgpack")
+    cases = {
+        "cut ü.tpk": data[:100],
+        "flip.tpk": data[:60] + bytes([data[60] ^ 1]) + data[61:],
+        "head.tpk": _rehead(data, codec=9),
+        "noplace.tpk": b"",
+    }
+    for name, bad in cases.items():
+        path = tmp_path / name
+        path.write_bytes(bad)
+        want = harness.reference(path)
+        done = subprocess.run(
+            [str(cpp_bin), "cat", "--error-format", "json", str(path)], capture_output=True, check=False
+        )
+        assert done.returncode == 2
+        line = json.dumps({"error": want.error, "place": want.place, "message": want.line.removeprefix("tracepack: ")})
+        assert done.stderr.decode() == line + "\n"
