@@ -1,0 +1,110 @@
+"""The edge cases spec/ decides, each checked against the Python reader (the conformance suite holds the
+same cases as vectors for every implementation; these tests say why, and fail where the code and the
+spec part)."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tracepack
+from tracepack import DocumentBuilder, Tensor
+from tracepack.container import pack, unpack
+from tracepack.errors import DecodeError, InputError
+from tracepack.versions import CURRENT
+
+
+def _doc() -> tracepack.Document:
+    b = DocumentBuilder(producer="spec", producer_version="1")
+    b.add_node("relu", "aten.relu", inputs=[("x", Tensor("x"))], outputs=[Tensor("y")])
+    return b.build()
+
+
+def _payload(codec: str, doc: tracepack.Document | None = None) -> bytes:
+    data = tracepack.dumps(doc or _doc(), codec=codec, compression="none")
+    return bytes(unpack(data)[1])
+
+
+def _load(payload: bytes, codec: str, version: tuple[int, int] = CURRENT) -> tracepack.Document:
+    return tracepack.loads(pack(payload, schema_version=version, codec=codec), source="t.tpk")
+
+
+def _refused(payload: bytes, codec: str) -> InputError:
+    with pytest.raises(InputError) as info:
+        _load(payload, codec)
+    return info.value
+
+
+# -- §3 json -------------------------------------------------------------------------------------------
+
+
+def test_json_duplicate_names_are_refused() -> None:
+    """§3.2: a name twice in one object (even an ignored one, even spelled with an escape) is an error;
+    msgspec alone would take the last one."""
+    text = _payload("json")
+    for dup in (
+        text.replace(b'"major":1', b'"major":1,"major":1', 1),
+        text.replace(b'"major":1', b'"major":1,"\\u006dajor":1', 1),
+        text.replace(b'"magic":', b'"zz":1,"zz":2,"magic":', 1),
+    ):
+        assert dup != text
+        err = _refused(dup, "json")
+        assert type(err) is DecodeError and err.where == "payload" and "twice" in err.problem
+
+
+def test_json_ignored_members_must_be_utf8() -> None:
+    """§3.3: the whole text is UTF-8, ignored members included (msgspec skips their bytes)."""
+    text = _payload("json")
+    bad = text.replace(b'"magic":', b'"zz":"\xff","magic":', 1)
+    err = _refused(bad, "json")
+    assert type(err) is DecodeError and err.where == "payload" and "UTF-8" in err.problem
+    surrogate = text.replace(b'"magic":', b'"zz":"\\ud800","magic":', 1)
+    assert type(_refused(surrogate, "json")) is DecodeError
+
+
+def test_json_ignored_members_are_ignored() -> None:
+    text = _payload("json")
+    extra = text.replace(b'"magic":', b'"zz":[1,{"a":null,"b":"\\u00e9"}],"magic":', 1)
+    assert _load(extra, "json") == _doc()
+
+
+def test_json_integer_minus_zero_is_positive_zero_for_floats() -> None:
+    """§3.1: -0 is the integer 0, so a float field given -0 holds +0.0 (-0.0 is written with a fraction)."""
+    b = DocumentBuilder()
+    b.add_node("n", "t", inputs=[("f", -0.0)])
+    doc = b.build()
+    text = _payload("json", doc)
+    assert b'"value":-0.0' in text
+    signed = _load(text, "json").raw.graph.nodes[0].inputs[0].arg.value
+    assert repr(signed) == "-0.0"
+    unsigned = _load(text.replace(b'"value":-0.0', b'"value":-0'), "json").raw.graph.nodes[0].inputs[0].arg.value
+    assert repr(unsigned) == "0.0"
+
+
+@given(st.dictionaries(st.text(max_size=3), st.integers(), max_size=4))
+def test_json_duplicate_check_agrees_with_the_standard_library(members: dict[str, int]) -> None:
+    """Text whose objects have unique names passes the check, whatever the names; reference: json.loads."""
+    from tracepack.codecs.json import check_text
+
+    text = json.dumps(members).encode()
+    check_text(text)
+    if members:
+        key = json.dumps(next(iter(members)))
+        doubled = text[:-1] + b", " + key.encode() + b": 0}"
+        with pytest.raises(DecodeError):
+            check_text(doubled)
+
+
+def test_msgpack_extra_trailing_fields_are_skipped_unchecked() -> None:
+    """§4.2: elements past the fields a reader knows are skipped: well-formed, not UTF-8 checked."""
+    raw = msgspec.msgpack.decode(_payload("msgpack"))
+    raw[0][1].append(7)  # header.version gets a third element
+    data = msgspec.msgpack.encode(raw)
+    # A str of invalid UTF-8 as the extra element: a0-bf fixstr of one 0xff byte.
+    patched = data.replace(b"\x93\x01\x02\x07", b"\x93\x01\x02\xa1\xff", 1)
+    assert patched != data
+    assert _load(patched, "msgpack") == _doc()
