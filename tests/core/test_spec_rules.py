@@ -108,3 +108,40 @@ def test_msgpack_extra_trailing_fields_are_skipped_unchecked() -> None:
     patched = data.replace(b"\x93\x01\x02\x07", b"\x93\x01\x02\xa1\xff", 1)
     assert patched != data
     assert _load(patched, "msgpack") == _doc()
+
+
+# -- §9 validation, §11 outputs --------------------------------------------------------------------------
+
+
+def test_debug_handles_must_ascend() -> None:
+    """§9.4.2 D6: readers find a handle by binary search, so an unsorted column is refused (it was
+    accepted, and lookups then missed handles that are there)."""
+    from tracepack.errors import IntegrityError
+
+    b = DocumentBuilder()
+    b.add_node("n", "t")
+    for h in (3, 5, 9):
+        b.add_debug_handle(h, op="op")
+    raw = b.build_raw()
+    raw.debug_handles.handle[1], raw.debug_handles.handle[2] = 9, 5
+    data = msgspec.msgpack.encode(raw)
+    with pytest.raises(IntegrityError) as info:
+        _load(data, "msgpack")
+    assert info.value.where == "$.debug_handles.handle[2]"
+    raw.debug_handles.handle[1] = raw.debug_handles.handle[2] = 5  # equal handles: not ascending either
+    with pytest.raises(IntegrityError):
+        _load(msgspec.msgpack.encode(raw), "msgpack")
+
+
+@pytest.mark.parametrize("word", ["#²", "#٣", "#-1", "#"])
+def test_trace_index_is_ascii_digits(word: str, tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """§11.3: `#I` is an index only for ASCII digits; other words are names (`#²` made int() fail: exit 1)."""
+    from pathlib import Path
+
+    from tracepack.cli import main
+
+    path = Path(str(tmp_path)) / "t.tpk"
+    path.write_bytes(tracepack.dumps(_doc()))
+    assert main(["trace", str(path), word]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no node named {word!r}" in err

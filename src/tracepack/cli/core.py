@@ -227,7 +227,10 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     path = args.file
-    keys: list[str | int] = [int(k[1:]) if k.startswith("#") and k[1:].isdigit() else k for k in args.nodes]
+    # "#I" is an index when I is ASCII digits (spec §11.3); any other word, "#²" and "#-1" included, is a name
+    keys: list[str | int] = [
+        int(k[1:]) if k.startswith("#") and k[1:].isascii() and k[1:].isdigit() else k for k in args.nodes
+    ]
     found: list[dict[str, Any]] = []
     try:
         if path != STDIO and _is_plain_flatbuffers(path):
