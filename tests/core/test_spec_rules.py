@@ -145,3 +145,61 @@ def test_trace_index_is_ascii_digits(word: str, tmp_path: object, capsys: pytest
     assert main(["trace", str(path), word]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"no node named {word!r}" in err
+
+
+# -- §6 columnar -------------------------------------------------------------------------------------
+
+
+def _columnar_parts() -> dict[str, object]:
+    return msgspec.msgpack.decode(_payload("columnar"))  # type: ignore[no-any-return]
+
+
+def _with_extra_column(parts: dict[str, object], key: bytes, entry: bytes) -> bytes:
+    """The payload with one more column (raw MessagePack key and entry) appended to its columns map."""
+    columns = msgspec.msgpack.encode(parts["columns"])
+    n = len(parts["columns"])  # type: ignore[arg-type]
+    assert columns[0] == 0xDE  # a map16: every document has more than 15 columns
+    head = msgspec.msgpack.encode({"format": parts["format"], "layout": parts["layout"]})
+    return b"\x83" + head[1:] + b"\xa7columns" + b"\xde" + (n + 1).to_bytes(2, "big") + columns[3:] + key + entry
+
+
+def test_columnar_repeated_keys_are_refused() -> None:
+    """§6.1: msgspec kept the last of two equal keys in the payload map and in the columns map."""
+    parts = _columnar_parts()
+    head = msgspec.msgpack.encode(parts)
+    err = _refused(b"\x84" + head[1:] + b"\xa6layout\x02", "columnar")
+    assert type(err) is DecodeError and err.where == "payload"
+    number = next(k for k in parts["columns"] if isinstance(k, int))  # type: ignore[attr-defined]
+    entry = msgspec.msgpack.encode(parts["columns"][number])  # type: ignore[index]
+    err = _refused(_with_extra_column(parts, msgspec.msgpack.encode(number), entry), "columnar")
+    assert type(err) is DecodeError and err.where == "payload.columns"
+
+
+@pytest.mark.parametrize(("depth", "ok"), [(999, True), (1000, True), (1001, False)])
+def test_columnar_depth_budget_is_exact(depth: int, ok: bool) -> None:
+    """§9.6: max_depth (1,000) counts every level, in columns no reader decodes too; the payload map is
+    level 1, the columns map 2, a column's entry 3."""
+    nested = b"\x91" * (depth - 4) + b"\x90"
+    data = _with_extra_column(_columnar_parts(), b"\xa2zz", b"\x92\xa5plain" + nested)
+    if ok:
+        assert _load(data, "columnar") == _doc()
+    else:
+        err = _refused(data, "columnar")
+        assert type(err) is DecodeError and err.where == "payload" and "nested" in err.problem
+
+
+@pytest.mark.parametrize(("depth", "ok"), [(1000, True), (1001, False)])
+def test_msgpack_and_json_depth_budget_is_exact(depth: int, ok: bool) -> None:
+    """§9.6 for the other two: the root is level 1; the nesting sits in a member no reader knows."""
+    raw = msgspec.msgpack.decode(_payload("msgpack"))
+    raw[0][1].append(0)  # header.version (level 3) gets an extra element, then nested to `depth`
+    mp = msgspec.msgpack.encode(raw).replace(b"\x93\x01\x02\x00", b"\x93\x01\x02" + b"\x91" * (depth - 4) + b"\x90", 1)
+    text = _payload("json").replace(
+        b'"major":1', b'"major":1,"zz":' + b"[" * (depth - 3) + b"]" * (depth - 3), 1
+    )  # the root object is level 1, header 2, version 3
+    for data, codec in ((mp, "msgpack"), (text, "json")):
+        if ok:
+            assert _load(data, codec) == _doc()
+        else:
+            err = _refused(data, codec)
+            assert type(err) is DecodeError and err.where == "payload" and "nested" in err.problem
