@@ -13,7 +13,7 @@ from tracepack import dictionaries
 ZSTD = Path(dictionaries.__file__).resolve().parent / "data" / "zstd"
 FIX = (
     "write it again: .venv/bin/python -c 'from tracepack import dictionaries; "
-    "print(dictionaries.manifest(), end=\"\")' > src/tracepack/data/zstd/MANIFEST.tsv"
+    'print(dictionaries.manifest(), end="")\' > src/tracepack/data/zstd/MANIFEST.tsv'
 )
 
 

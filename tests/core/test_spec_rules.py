@@ -203,3 +203,31 @@ def test_msgpack_and_json_depth_budget_is_exact(depth: int, ok: bool) -> None:
         else:
             err = _refused(data, codec)
             assert type(err) is DecodeError and err.where == "payload" and "nested" in err.problem
+
+
+def test_error_format_json_is_one_line_naming_class_and_place(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """§12.2: `cat --error-format json` reports {"error": CLASS, "place": PLACE, "message": LINE}, one line;
+    bytes that are no format at all are a ContainerError at byte 0, as tracepack.loads says (§1.3)."""
+    from pathlib import Path
+
+    from tracepack.cli import main
+
+    folder = Path(str(tmp_path))
+    for data, cls, place in (
+        (b"", "ContainerError", "byte 0"),
+        (b"not a container at all", "ContainerError", "byte 0"),
+        (tracepack.dumps(_doc())[:47], "ContainerError", "byte 0"),
+    ):
+        path = folder / "bad.tpk"
+        path.write_bytes(data)
+        assert main(["cat", "--error-format", "json", str(path)]) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.count("\n") == 1
+        report = json.loads(out.err)
+        assert (report["error"], report["place"]) == (cls, place)
+        assert report["message"].startswith(str(path))
+        with pytest.raises(InputError) as info:
+            tracepack.loads(data)
+        assert type(info.value).__name__ == cls and info.value.where == place

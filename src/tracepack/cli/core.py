@@ -12,6 +12,7 @@ from tracepack.cli._common import (
     EXIT_OK,
     STDIO,
     Stages,
+    add_error_format,
     add_force,
     add_fsync,
     add_json,
@@ -372,6 +373,7 @@ def register(sub: Any) -> None:
     t.add_argument("file", help="a .tpk (uncompressed FlatBuffers files are read lazily) or a model.json")
     t.add_argument("nodes", nargs="+", metavar="NODE", help="node name, or #INDEX (several may be given)")
     t.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_error_format(t)
     add_json(t)
     t.set_defaults(func=cmd_trace)
 
