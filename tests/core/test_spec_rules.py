@@ -53,7 +53,9 @@ def test_json_duplicate_names_are_refused() -> None:
     ):
         assert dup != text
         err = _refused(dup, "json")
-        assert type(err) is DecodeError and err.where == "payload" and "twice" in err.problem
+        assert type(err) is DecodeError
+        assert err.where == "payload"
+        assert "twice" in err.problem
 
 
 def test_json_ignored_members_must_be_utf8() -> None:
@@ -61,7 +63,9 @@ def test_json_ignored_members_must_be_utf8() -> None:
     text = _payload("json")
     bad = text.replace(b'"magic":', b'"zz":"\xff","magic":', 1)
     err = _refused(bad, "json")
-    assert type(err) is DecodeError and err.where == "payload" and "UTF-8" in err.problem
+    assert type(err) is DecodeError
+    assert err.where == "payload"
+    assert "UTF-8" in err.problem
     surrogate = text.replace(b'"magic":', b'"zz":"\\ud800","magic":', 1)
     assert type(_refused(surrogate, "json")) is DecodeError
 
@@ -144,7 +148,8 @@ def test_trace_index_is_ascii_digits(word: str, tmp_path: object, capsys: pytest
     path.write_bytes(tracepack.dumps(_doc()))
     assert main(["trace", str(path), word]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"no node named {word!r}" in err
+    assert err.count("\n") == 1
+    assert f"no node named {word!r}" in err
 
 
 # -- §6 columnar -------------------------------------------------------------------------------------
@@ -168,11 +173,13 @@ def test_columnar_repeated_keys_are_refused() -> None:
     parts = _columnar_parts()
     head = msgspec.msgpack.encode(parts)
     err = _refused(b"\x84" + head[1:] + b"\xa6layout\x02", "columnar")
-    assert type(err) is DecodeError and err.where == "payload"
+    assert type(err) is DecodeError
+    assert err.where == "payload"
     number = next(k for k in parts["columns"] if isinstance(k, int))  # type: ignore[attr-defined]
     entry = msgspec.msgpack.encode(parts["columns"][number])  # type: ignore[index]
     err = _refused(_with_extra_column(parts, msgspec.msgpack.encode(number), entry), "columnar")
-    assert type(err) is DecodeError and err.where == "payload.columns"
+    assert type(err) is DecodeError
+    assert err.where == "payload.columns"
 
 
 @pytest.mark.parametrize(("depth", "ok"), [(999, True), (1000, True), (1001, False)])
@@ -185,7 +192,9 @@ def test_columnar_depth_budget_is_exact(depth: int, ok: bool) -> None:
         assert _load(data, "columnar") == _doc()
     else:
         err = _refused(data, "columnar")
-        assert type(err) is DecodeError and err.where == "payload" and "nested" in err.problem
+        assert type(err) is DecodeError
+        assert err.where == "payload"
+        assert "nested" in err.problem
 
 
 @pytest.mark.parametrize(("depth", "ok"), [(1000, True), (1001, False)])
@@ -202,7 +211,9 @@ def test_msgpack_and_json_depth_budget_is_exact(depth: int, ok: bool) -> None:
             assert _load(data, codec) == _doc()
         else:
             err = _refused(data, codec)
-            assert type(err) is DecodeError and err.where == "payload" and "nested" in err.problem
+            assert type(err) is DecodeError
+            assert err.where == "payload"
+            assert "nested" in err.problem
 
 
 def test_error_format_json_is_one_line_naming_class_and_place(
@@ -224,10 +235,12 @@ def test_error_format_json_is_one_line_naming_class_and_place(
         path.write_bytes(data)
         assert main(["cat", "--error-format", "json", str(path)]) == 2
         out = capsys.readouterr()
-        assert out.out == "" and out.err.count("\n") == 1
+        assert out.out == ""
+        assert out.err.count("\n") == 1
         report = json.loads(out.err)
         assert (report["error"], report["place"]) == (cls, place)
         assert report["message"].startswith(str(path))
         with pytest.raises(InputError) as info:
             tracepack.loads(data)
-        assert type(info.value).__name__ == cls and info.value.where == place
+        assert type(info.value).__name__ == cls
+        assert info.value.where == place

@@ -23,7 +23,7 @@ def test_columnar_path_numbers_are_the_implementations() -> None:
     """§6.3: number, first version, path of every released path, as columnar.path_numbers() numbers them."""
     lines = _block_after((SPEC / "06-columnar.md").read_text(), "## §6.3")
     rows = [line.split(" ", 2) for line in (ln.strip() for ln in lines)]
-    paths, numbers = columnar.path_numbers()
+    paths, _numbers = columnar.path_numbers()
     assert [p for _, _, p in rows] == list(paths), "regenerate the §6.3 table from columnar.path_numbers()"
     assert [int(n) for n, _, _ in rows] == list(range(len(paths)))
     for _, version, path in rows:
