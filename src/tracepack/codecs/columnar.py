@@ -1,5 +1,8 @@
 """The columnar codec: the whole document shredded into one column per path, for compression.
 
+The bytes, as any reader must read them, are specified in spec/06-columnar.md; this is how this
+implementation writes and reads them.
+
 Rows of the positional codec interleave fields (a node's name, target, inputs, stack...), and
 the string-index columns in them grow steadily: zstd sees neither. This codec stores every
 *path* of the typed document as one column, Dremel-style, and delta-codes integer columns
