@@ -2,6 +2,7 @@
 #include "tracepack/container.hpp"
 
 #include <zlib.h>
+#include <zdict.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -220,7 +221,27 @@ const ZSTD_DDict* builtin_ddict(const std::string& folder, std::uint32_t id, Err
 bool decompress(std::string_view stored, const Header& h, const DictionaryFolder& folder, std::string& out,
                 Error& error) {
     const ZSTD_DDict* ddict = nullptr;
-    if (h.dict_id) {
+    std::unique_ptr<ZSTD_DDict, DDictFree> user;
+    if (h.dict_id && folder.has_user) {
+        // spec §8.3 step 1: the dictionary the user gave, which must be the one the file names
+        const std::uint32_t given = ZDICT_getDictID(folder.user.data(), folder.user.size());
+        if (given != h.dict_id) {
+            std::vector<BuiltinDictionary> all;
+            Error ignored;
+            builtin_dictionaries(folder.path, all, ignored);
+            auto describe = [&](std::uint32_t id) {
+                for (const auto& d : all) {
+                    if (d.id == id) return std::to_string(id) + " (" + d.name + ")";
+                }
+                return std::to_string(id);
+            };
+            error = container_error("header byte 20", "compressed with zstd dictionary " + describe(h.dict_id) +
+                                                          ", given " + describe(given));
+            return false;
+        }
+        user.reset(ZSTD_createDDict(folder.user.data(), folder.user.size()));
+        ddict = user.get();
+    } else if (h.dict_id) {
         ddict = builtin_ddict(folder.path, h.dict_id, error);
         if (ddict == nullptr) return false;
     }

@@ -15,6 +15,7 @@ namespace tracepack::js {
 namespace {
 
 constexpr const char* kNotValid = "not valid JSON: ";
+constexpr std::uint64_t kMaxIntDigits = 4300;  // spec §9.6
 
 inline bool is_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
 // `"`, `\` and the control characters, which end a run of plain string bytes.
@@ -820,6 +821,38 @@ bool check_text(std::string_view text, rt::Failure& failure) {
                     ++i;
                     while (text[i] != '"') i += text[i] == '\\' ? 2 : 1;
                     ++i;
+                }
+                break;
+            }
+            case '-':
+            case '0':
+            case '1':
+            case '2':
+            case '3':
+            case '4':
+            case '5':
+            case '6':
+            case '7':
+            case '8':
+            case '9': {
+                // an integer literal of more than 4,300 digits, anywhere (spec §9.6: max_int_digits)
+                std::size_t start = i;
+                if (text[i] == '-') ++i;
+                std::size_t digits = 0;
+                while (i < n && text[i] >= '0' && text[i] <= '9') {
+                    ++i;
+                    ++digits;
+                }
+                bool fraction = i < n && (text[i] == '.' || text[i] == 'e' || text[i] == 'E');
+                while (i < n && (text[i] == '.' || text[i] == 'e' || text[i] == 'E' || text[i] == '+' ||
+                                 text[i] == '-' || (text[i] >= '0' && text[i] <= '9'))) {
+                    ++i;
+                }
+                if (!fraction && digits > kMaxIntDigits) {
+                    (void)start;
+                    return failure.fail_at(ErrorClass::DecodeError, "payload",
+                                           "an integer of more than " + rt::with_commas(kMaxIntDigits) + " digits",
+                                           "a 64-bit integer, " + limit_hint("max_int_digits"));
                 }
                 break;
             }

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "tracepack/json_reader.hpp"
 #include "tracepack/json_writer.hpp"
 
 namespace tracepack {
@@ -77,11 +78,22 @@ bool not_a_container(std::string_view data, Error& error) {
     std::size_t i = 0;
     while (i < data.size() && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) ++i;
     if (i < data.size() && (data[i] == '{' || data[i] == '[')) {
-        error = Error{ErrorClass::InputError, "byte 0",
-                      "JSON text (a torch model.json?): tracepack-cpp reads .tpk containers; convert it with "
-                      "`tracepack convert`",
-                      "a .tpk container", true};
-        return false;
+        if (data.substr(0, 1 << 20).find("\"graph_module\"") != std::string_view::npos) {
+            error = Error{ErrorClass::InputError, "byte 0",
+                          "a torch.export model.json: tracepack-cpp reads .tpk containers; convert it with "
+                          "`tracepack convert`",
+                          "a .tpk container", true};
+            return false;
+        }
+        // JSON, but no program: what the reference says of it (spec §1.3)
+        rt::Failure ignored;
+        js::Reader r(reinterpret_cast<const std::uint8_t*>(data.data()), data.size(), ignored, 100000);
+        if (r.skip(0) && r.finish()) {
+            error = Error{ErrorClass::ContainerError, "byte 0",
+                          "not a format tracepack reads: JSON, but not a torch.export program (no graph_module)",
+                          kExpectedFormats, true};
+            return false;
+        }
     }
     if (at(4, "ET12")) {
         error = Error{ErrorClass::InputError, "byte 0",

@@ -1,6 +1,6 @@
 // tracepack-cpp: the C++ reader's command line.
 //
-//   tracepack-cpp cat [--error-format text|json] [--dict-dir DIR] FILE
+//   tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE
 //
 // `cat` prints the document as `tracepack cat FILE` does, byte for byte (spec §11). On bad input it
 // exits 2 and prints one line on standard error: `tracepack: FILE: PLACE: problem; expected ...` as the
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tracepack/dictionaries.hpp"
 #include "tracepack/reader.hpp"
 
 #ifndef TRACEPACK_DICT_DIR_FROM_BINARY
@@ -35,19 +36,22 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 
 const char* const kUsage =
-    "usage: tracepack-cpp cat [--error-format text|json] [--dict-dir DIR] FILE\n"
+    "usage: tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE\n"
     "\n"
     "  cat FILE   print the document as plain JSON, strings resolved (as `tracepack cat FILE`)\n"
     "\n"
     "options:\n"
     "  --error-format json  on bad input, one JSON line on stderr: {\"error\": CLASS, \"place\": PLACE, "
     "\"message\": LINE}\n"
+    "  --zstd-dict FILE     the dictionary the file was compressed with (a file, or a built-in one's name)\n"
     "  --dict-dir DIR       the built-in zstd dictionaries' folder (default: $TRACEPACK_ZSTD_DICT_DIR, else the\n"
     "                       package's src/tracepack/data/zstd found from this program's location)\n";
 
 struct Options {
     bool json_errors = false;
     std::string dict_dir;
+    std::string zstd_dict;
+    bool has_zstd_dict = false;
     std::string command;
     std::string file;
 };
@@ -159,6 +163,25 @@ int cmd_cat(const Options& o) {
     options.dictionaries.path = o.dict_dir.empty() ? default_dict_dir() : o.dict_dir;
     std::string data;
     Error error;
+    if (o.has_zstd_dict) {
+        // a built-in dictionary's name (when no such file exists), else a dictionary file (spec §8.3)
+        struct stat st {};
+        std::vector<tracepack::BuiltinDictionary> all;
+        const tracepack::BuiltinDictionary* builtin = nullptr;
+        if (stat(o.zstd_dict.c_str(), &st) != 0 && tracepack::builtin_dictionaries(options.dictionaries.path, all, error)) {
+            for (const auto& d : all) {
+                if (d.name == o.zstd_dict && !d.withdrawn) builtin = &d;
+            }
+        }
+        if (builtin != nullptr) {
+            if (!tracepack::load_dictionary(*builtin, all, options.dictionaries.path, options.dictionaries.user, error)) {
+                return report(o, o.file, error);
+            }
+        } else if (!read_file(o.zstd_dict, options.limits, options.dictionaries.user, error)) {
+            return report(o, o.zstd_dict, error);
+        }
+        options.dictionaries.has_user = true;
+    }
     if (!read_file(o.file, options.limits, data, error)) return report(o, o.file, error);
     tracepack::current::Document doc;
     if (!tracepack::read_document(data, options, doc, error)) return report(o, o.file, error);
@@ -196,6 +219,16 @@ int main(int argc, char** argv) {
             } else if (v != "text") {
                 return usage_error(o, "argument --error-format: invalid choice: '" + v + "' (choose from 'text', 'json')");
             }
+            continue;
+        }
+        if (a == "--zstd-dict" || a.rfind("--zstd-dict=", 0) == 0) {
+            if (a == "--zstd-dict") {
+                if (i + 1 >= argc) return usage_error(o, "argument --zstd-dict: expected one argument");
+                o.zstd_dict = argv[++i];
+            } else {
+                o.zstd_dict = a.substr(std::strlen("--zstd-dict="));
+            }
+            o.has_zstd_dict = true;
             continue;
         }
         if (a == "--dict-dir" || a.rfind("--dict-dir=", 0) == 0) {

@@ -1,6 +1,5 @@
-"""Rules of the specification the C++ reader follows that this branch's Python reader learns from the spec's
-own changes (spec/ on the spec branch): each vector's expected answer is written out here, and when the Python
-reader has the rule too, the comparison with it is exact (harness.spec_ahead)."""
+"""Rules the specification added when it was written (spec/), each with one vector whose expected answer is
+written out here, and compared with the Python reader's too."""
 
 from __future__ import annotations
 

@@ -39,6 +39,9 @@ struct Header {
 // Where the built-in zstd dictionaries are (spec §8.2): a folder of `NAME.dict` files.
 struct DictionaryFolder {
     std::string path;
+    // A dictionary the user gave (`--zstd-dict FILE`, spec §8.3): used instead of the built-in one.
+    bool has_user = false;
+    std::string user;
 };
 
 // Decode and check the header at the start of `data` (spec §1.1-§1.3).
