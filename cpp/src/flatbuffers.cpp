@@ -69,7 +69,7 @@ bool Reader::table(std::size_t pos, const TableSpec& spec, Table& t) {
     t.pos = pos;
     t.vt = d_ + vt;
     t.vsize = vsize;
-    // Every field the schema knows lies inside the table (spec §5.2).
+    // Every field the schema knows lies inside the table (spec §5.1).
     for (unsigned slot = 0; slot < spec.slots; ++slot) {
         std::uint16_t at = t.at(slot);
         if (at && static_cast<unsigned>(at) + spec.sizes[slot] > tsize) {

@@ -1,4 +1,4 @@
-// tracepack C++ runtime: the canonical JSON text (spec §11).
+// tracepack C++ runtime: the canonical JSON text (spec §11.2.2).
 #include "tracepack/json_writer.hpp"
 
 #include <charconv>

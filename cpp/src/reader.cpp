@@ -16,7 +16,7 @@ const char* const kExpectedFormats =
 
 std::string version_text(SchemaVersion v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
-// Which released version's model decodes a document of `v` (spec §10.3): itself, or for a newer minor of
+// Which released version's model decodes a document of `v` (spec §10.2): itself, or for a newer minor of
 // a known major the newest release of that major.
 bool reader_version(SchemaVersion v, SchemaVersion& out, Error& error) {
     const SchemaVersion* newest_same = nullptr;
@@ -49,7 +49,7 @@ Error framed(const rt::Failure& f, std::uint8_t codec) {
     Error e = f.error;
     if (f.fixed) return e;
     if ((codec == 0 || codec == 1) && f.steps.empty()) {
-        // Damage at the root of a keyed or positional payload is the payload's (spec §3.4, §4.4).
+        // Damage at the root of a keyed or positional payload is the payload's (spec §9.2.1).
         e.where = "payload";
         e.problem = std::string(codec == 0 ? "not valid JSON: " : "not valid MessagePack: ") + e.problem;
         return e;

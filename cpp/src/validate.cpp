@@ -1,4 +1,4 @@
-// tracepack C++ runtime: the checks generated validators call (spec §9.3).
+// tracepack C++ runtime: the checks generated validators call (spec §9.4.1).
 #include "tracepack/validate.hpp"
 
 namespace tracepack::check {

@@ -2,7 +2,7 @@
 //
 //   tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE
 //
-// `cat` prints the document as `tracepack cat FILE` does, byte for byte (spec §11). On bad input it
+// `cat` prints the document as `tracepack cat FILE` does, byte for byte (spec §11.2). On bad input it
 // exits 2 and prints one line on standard error: `tracepack: FILE: PLACE: problem; expected ...` as the
 // Python command line does, or with `--error-format json` one JSON object naming the error's class,
 // place and message (spec §12). The built-in zstd dictionaries are read from DIR, else from

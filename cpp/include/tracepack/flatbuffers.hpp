@@ -55,7 +55,7 @@ public:
 
     // The root table's position; checks the file identifier (spec §5.1).
     bool root(const char* identifier, std::size_t& pos);
-    // Find and check the table of type `spec` at `pos` (spec §5.2).
+    // Find and check the table of type `spec` at `pos` (spec §5.1).
     bool table(std::size_t pos, const TableSpec& spec, Table& t);
 
     // Inline scalars of a checked table (absent: the default).
@@ -85,7 +85,7 @@ public:
         return f_.fail(ErrorClass::DecodeError, "required field is missing");
     }
 
-    // A vector at `pos` of `count` elements of `elem` bytes each, all inside the buffer (spec §5.3).
+    // A vector at `pos` of `count` elements of `elem` bytes each, all inside the buffer (spec §5.1).
     bool vector(std::size_t pos, std::size_t elem, std::size_t& first, std::uint32_t& count);
     // A vector of numbers, copied out (little-endian on the wire).
     template <typename T, typename Out>
@@ -123,7 +123,7 @@ public:
         std::memcpy(&rel, d_ + at, 4);
         return at + rel;
     }
-    // A string (spec §5.3), checked to be UTF-8.
+    // A string (spec §5.1): inside the buffer, followed by a NUL, UTF-8.
     bool string(std::size_t pos, std::string& out);
     // A vector of strings.
     template <typename Out>

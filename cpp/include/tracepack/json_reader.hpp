@@ -3,7 +3,7 @@
 // A checked pull parser over JSON text (RFC 8259) for the generated keyed decoders
 // (generated/cpp/tracepack/vX_Y/json.cpp). Damage to the text is reported at `payload` with its byte
 // offset (`not valid JSON: JSON is malformed: invalid character (byte 12)`), a value of the wrong type at
-// its path (`Expected `int`, got `str``), in the words of the reference reader (spec §3.4, §9).
+// its path (`Expected `int`, got `str``), in the words of the reference reader (spec §3.3, §9.2.1).
 #pragma once
 
 #include <cstddef>

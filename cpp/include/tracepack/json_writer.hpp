@@ -1,4 +1,4 @@
-// tracepack C++ runtime: the canonical JSON text (spec §11).
+// tracepack C++ runtime: the canonical JSON text (spec §11.2.2).
 //
 // What `tracepack cat` prints is Python's `json.dumps(value, ensure_ascii=False, indent=2)`: two spaces
 // per level, `", "` never (items end their line), `": "` after keys, `[]` and `{}` for empty containers,

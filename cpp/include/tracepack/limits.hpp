@@ -1,4 +1,4 @@
-// tracepack C++ runtime: budgets for what an input can amplify (spec §1.4, §9).
+// tracepack C++ runtime: budgets for what an input can amplify (spec §1.3, §9.6).
 //
 // The same budgets, with the same defaults, as the Python package's tracepack.io.limits.
 #pragma once

@@ -3,7 +3,7 @@
 // A checked cursor over a MessagePack payload for the generated positional decoders
 // (generated/cpp/tracepack/vX_Y/msgpack.cpp). Every read checks the bytes it needs are there and the
 // value has the type the schema asks for; a failure is reported in the words and at the place the
-// reference reader uses (spec §4.4, §9): type errors at a path (`Expected `int`, got `str``), damage to
+// reference reader uses (spec §4.4, §9.2.1): type errors at a path (`Expected `int`, got `str``), damage to
 // the stream itself at `payload` (`not valid MessagePack: Input data was truncated`).
 #pragma once
 

@@ -1,4 +1,4 @@
-// tracepack C++ runtime: the checks generated validators call (spec §9.3).
+// tracepack C++ runtime: the checks generated validators call (spec §9.4.1).
 //
 // Each check names the first failure it finds: the place, what is wrong and what was expected, as an
 // IntegrityError. A place pattern holds `{}` where a row index goes (`$.files.name[{}]`).

@@ -261,7 +261,7 @@ const char* const kColumnPaths[] = {
     "$.module_calls.json[]",  // 235
 };
 
-// 1.0 -> 1.1 only adds (spec §10.2): every field moves to the same field,
+// 1.0 -> 1.1 only adds (spec §10.4): every field moves to the same field,
 // every added one is at its default.
 namespace upgrade_v1_0_to_v1_1_detail {
 [[maybe_unused]] v1_1::Version up_version(v1_0::Version&& x) {
@@ -552,7 +552,7 @@ v1_1::Document upgrade_v1_0_to_v1_1(v1_0::Document&& doc) {
     return upgrade_v1_0_to_v1_1_detail::up_document(std::move(doc));
 }
 
-// 1.1 -> 1.2 only adds (spec §10.2): every field moves to the same field,
+// 1.1 -> 1.2 only adds (spec §10.4): every field moves to the same field,
 // every added one is at its default.
 namespace upgrade_v1_1_to_v1_2_detail {
 [[maybe_unused]] v1_2::Version up_version(v1_1::Version&& x) {

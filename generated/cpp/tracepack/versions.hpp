@@ -41,9 +41,9 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
 void payload_header(const AnyDocument& doc, std::string_view& magic, SchemaVersion& version);
 // Set the header's version (a newer minor read with an older model is that model's version).
 void set_payload_version(AnyDocument& doc, SchemaVersion version);
-// Validate a document of its own version (spec §9.3).
+// Validate a document of its own version (spec §9.4.1).
 bool validate_any(const AnyDocument& doc, rt::Failure& failure);
-// Migrate a document to the current version, one release at a time (spec §10.2).
+// Migrate a document to the current version, one release at a time (spec §10.4).
 current::Document upgrade_to_current(AnyDocument&& doc);
 // Layout 2's column numbers: the path of each (spec §6.3).
 extern const char* const kColumnPaths[236];

@@ -12,9 +12,9 @@ For version X.Y it writes ``generated/cpp/tracepack/vX_Y/``:
     and range and naming the place of the first failure (spec §3, §4, §5, §9);
 ``validate.cpp``
     ``validate(doc)``: every reference in range, table columns aligned, tries pointing backwards, in the
-    order and with the places the reference validator uses (spec §9.3);
+    order and with the places the reference validator uses (spec §9.4.1);
 ``plain.cpp``
-    ``write_plain(doc, writer)``: the canonical JSON of ``tracepack cat`` (spec §11).
+    ``write_plain(doc, writer)``: the canonical JSON of ``tracepack cat`` (spec §11.2).
 
 and, over every version, ``generated/cpp/tracepack/versions.hpp`` / ``versions.cpp``: the released
 versions, the current one, decoding a payload of any of them, and the migrations between consecutive
@@ -478,10 +478,10 @@ def _emit_codecs_hpp(v: _Version) -> str:
         f"bool decode_columnar(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits,",
         "                     const char* const* numbers, std::size_t count);",
         "",
-        "// Check what decoding cannot (spec §9.3): references, tables, tries. An IntegrityError on failure.",
+        "// Check what decoding cannot (spec §9.4.1): references, tables, tries. An IntegrityError on failure.",
         f"bool validate(const {root}& doc, rt::Failure& failure);",
         "",
-        "// The canonical JSON value of `tracepack cat` (spec §11): the json codec's shape, string references",
+        "// The canonical JSON value of `tracepack cat` (spec §11.2.1): the json codec's shape, string references",
         "// resolved, the string table left out.",
         f"void write_plain(const {root}& doc, JsonWriter& writer);",
         "",
@@ -681,7 +681,7 @@ class _Msgpack:
             "//",
             "// A struct is an array whose item i is the field with id i (a union variant's array starts with its",
             "// variant id); missing trailing items take their defaults, extra ones (a newer minor's fields) are",
-            "// skipped. Places are field names, or item indices under a union (spec §4.4).",
+            "// skipped. Places are field names, or item indices under a union (spec §9.2.1).",
             "#include <algorithm>",
             "#include <cstdint>",
             "",
@@ -1293,7 +1293,7 @@ class _Flatbuffers:
 
 
 # ---------------------------------------------------------------------------------------------------
-# validate.cpp (spec §9.3)
+# validate.cpp (spec §9.4.1)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -1517,7 +1517,7 @@ class _Validator:
                 ]
         functions = [ln for fn_body in self.functions.values() for ln in fn_body]
         decls = [ln.replace(" {", ";") for fn_body in self.functions.values() for ln in fn_body[:1]]
-        out = v.header("validation (spec §9.3).")
+        out = v.header("validation (spec §9.4.1).")
         out += [
             "#include <cstdint>",
             "#include <string>",
@@ -1555,7 +1555,7 @@ class _Validator:
 
 
 # ---------------------------------------------------------------------------------------------------
-# plain.cpp (spec §11)
+# plain.cpp (spec §11.2)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -1664,7 +1664,7 @@ class _Plain:
                 self.union(name)
                 decls.append(f"void p_{fn}(const {name}& o, JsonWriter& w, const Strings& s);")
         root = schema.root
-        out = v.header("the canonical JSON of `tracepack cat` (spec §11).")
+        out = v.header("the canonical JSON of `tracepack cat` (spec §11.2).")
         out += [
             "#include <cmath>",
             "#include <cstdint>",
@@ -2124,7 +2124,7 @@ class _Columnar:
 
 
 def additive_step(old: Schema, new: Schema) -> list[str]:
-    """Why the step ``old`` -> ``new`` is not additive (empty when it only adds, spec §10.2): every
+    """Why the step ``old`` -> ``new`` is not additive (empty when it only adds, spec §10.4): every
     struct, enum and union of ``old`` is in ``new`` with the same fields (same ids and types) first,
     the same values and variants."""
     problems = []
@@ -2255,9 +2255,9 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
         "void payload_header(const AnyDocument& doc, std::string_view& magic, SchemaVersion& version);",
         "// Set the header's version (a newer minor read with an older model is that model's version).",
         "void set_payload_version(AnyDocument& doc, SchemaVersion version);",
-        "// Validate a document of its own version (spec §9.3).",
+        "// Validate a document of its own version (spec §9.4.1).",
         "bool validate_any(const AnyDocument& doc, rt::Failure& failure);",
-        "// Migrate a document to the current version, one release at a time (spec §10.2).",
+        "// Migrate a document to the current version, one release at a time (spec §10.4).",
         "current::Document upgrade_to_current(AnyDocument&& doc);",
         "// Layout 2's column numbers: the path of each (spec §6.3).",
         f"extern const char* const kColumnPaths[{len(numbers)}];",
@@ -2306,7 +2306,7 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
             ]
             continue
         cpp += [
-            f"// {old.version} -> {new.version} only adds (spec §10.2): every field moves to the same field,",
+            f"// {old.version} -> {new.version} only adds (spec §10.4): every field moves to the same field,",
             "// every added one is at its default.",
             f"namespace {fn}_detail {{",
             *_upgrade_functions(old, new),

@@ -23,10 +23,10 @@ bool decode_flatbuffers_rows(std::string_view payload, Document& out, rt::Failur
 bool decode_columnar(std::string_view payload, Document& out, rt::Failure& failure, const Limits& limits,
                      const char* const* numbers, std::size_t count);
 
-// Check what decoding cannot (spec §9.3): references, tables, tries. An IntegrityError on failure.
+// Check what decoding cannot (spec §9.4.1): references, tables, tries. An IntegrityError on failure.
 bool validate(const Document& doc, rt::Failure& failure);
 
-// The canonical JSON value of `tracepack cat` (spec §11): the json codec's shape, string references
+// The canonical JSON value of `tracepack cat` (spec §11.2.1): the json codec's shape, string references
 // resolved, the string table left out.
 void write_plain(const Document& doc, JsonWriter& writer);
 

@@ -5,7 +5,7 @@
 //
 // A struct is an array whose item i is the field with id i (a union variant's array starts with its
 // variant id); missing trailing items take their defaults, extra ones (a newer minor's fields) are
-// skipped. Places are field names, or item indices under a union (spec §4.4).
+// skipped. Places are field names, or item indices under a union (spec §9.2.1).
 #include <algorithm>
 #include <cstdint>
 
