@@ -66,8 +66,11 @@ def _why_nothing(doc: Any, where: Any, name: str) -> None:
 
     notes = []
     if where.op is not None:
-        ops = {t for n in doc.nodes() for t in (n.target, *n.target.split("."))}
-        if where.op not in ops:
+        from tracepack.analysis.ops import op_matches, op_words, profiler_name
+
+        targets = {n.target for n in doc.nodes()}
+        if not any(op_matches(where.op, t) for t in targets):
+            ops = {w for t in targets for w in (t, profiler_name(t), *op_words(t))}
             notes.append(f"no op {where.op!r}{did_you_mean(where.op, sorted(ops))}")
     if where.module:
         paths = {module_path(n.modules) for n in doc.nodes()}
@@ -163,7 +166,11 @@ def register(sub: Any) -> None:
         "filter given. Each line: name, op, module path, and the innermost source line outside installed packages.",
     )
     n.add_argument("files", nargs="+", metavar="FILE", help="a .tpk, model.json, .pt2 or TorchScript file; - for stdin")
-    n.add_argument("--op", help="the node's op, as dotted words: linear, aten.linear, torch.ops.aten.linear.default")
+    n.add_argument(
+        "--op",
+        help="the node's op, as any torch tool spells it: linear, aten.linear, aten::linear (torch.profiler), "
+        "aten::linear.default, torch.ops.aten.linear.default",
+    )
     n.add_argument("--module", metavar="PATH", help="a module path (blocks.0.attn): nodes in it or its submodules")
     n.add_argument("--source", metavar="FILE[:LINE]", help="nodes with a frame at this file (and line) in their stack")
     n.add_argument("--match", metavar="RE", help="a regular expression searched for in the node's name")
