@@ -34,6 +34,7 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,8 +239,14 @@ class Dataset:
             if not isinstance(meta, dict) or meta.get("format") != FORMAT:
                 raise UsageError("not a tracepack tables dataset", source=str(meta_path), expected=f"format {FORMAT!r}")
             version = _parse_version(meta.get("version"), str(meta_path))
-            check_version(version, writing=create, source=str(root))
-            return cls(root, version)
+            if not (replace and version[0] < TABLES_VERSION[0]):
+                check_version(version, writing=create, source=str(root))
+                return cls(root, version)
+            for name in COLUMNS:  # an older major, replaced (-f): its tables go
+                shutil.rmtree(root / name, ignore_errors=True)
+            for name in (INDEX, METADATA):
+                with contextlib.suppress(FileNotFoundError):
+                    (root / name).unlink()
         flat = [root / name for name in FLAT_TABLES if (root / name).exists()]
         if flat:
             if not replace:
@@ -254,9 +261,7 @@ class Dataset:
             raise UsageError(
                 "no tables here", source=str(root), expected=f"a folder `tracepack export` wrote ({METADATA})"
             )
-        if root.exists() and any(
-            p.name not in ("models", "nodes", "traces", "frames", "modules") for p in root.iterdir()
-        ):
+        if root.exists() and any(p.name not in (*COLUMNS, LOCK) for p in root.iterdir()):
             raise UsageError("is a folder that holds other files", source=str(root), expected="a new or empty folder")
         root.mkdir(parents=True, exist_ok=True)
         dataset = cls(root, TABLES_VERSION)

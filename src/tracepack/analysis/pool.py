@@ -100,7 +100,7 @@ def run(
         while True:
             if suspects and not pending:
                 item = suspects.popleft()
-                future = pool.submit(fn, item)
+                pool, future = _submit(pool, fn, item, jobs, recycle)
                 wait([future])
                 result: R | WorkerDied
                 try:
@@ -114,7 +114,8 @@ def run(
                 item = next(todo, _END)
                 if item is _END:
                     break
-                pending[pool.submit(fn, item)] = item
+                pool, future = _submit(pool, fn, item, jobs, recycle)
+                pending[future] = item
             if not pending:
                 if suspects:
                     continue
@@ -134,6 +135,18 @@ def run(
             yield from results
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _submit(
+    pool: ProcessPoolExecutor, fn: Callable[[T], R], item: T, jobs: int, recycle: int
+) -> tuple[ProcessPoolExecutor, Future[R]]:
+    """Submit ``item``, to a new pool when this one has broken meanwhile (its other inputs then come back
+    from :func:`wait` as broken, and run again alone)."""
+    try:
+        return pool, pool.submit(fn, item)
+    except BrokenProcessPool:
+        pool = _restart(pool, jobs, recycle)
+        return pool, pool.submit(fn, item)
 
 
 def _restart(pool: ProcessPoolExecutor, jobs: int, recycle: int) -> ProcessPoolExecutor:
