@@ -346,3 +346,20 @@ def test_the_workers_function_is_the_whole_job_for_one_input(tmp_path: Path) -> 
     again = run_task(Task(str(PT2S[0]), "m", known=first.program), options)
     assert (again.status, again.rows) == ("unchanged", {})
     assert again.seconds < first.seconds
+
+
+def test_without_ray_engine_ray_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = _zoo(tmp_path, 1)
+    for name in [m for m in sys.modules if m == "ray" or m.startswith("ray.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is not installed
+    out = tmp_path / "tables"
+    assert main(["export", str(inputs[0]), "-o", str(out), "--engine", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err == "tracepack: export: --engine ray needs Ray Data: pip install 'tracepack[ray]'\n"
+    assert not out.exists()  # nothing done
+    assert main(["export", str(inputs[0]), "-o", str(out), "--address", "auto"]) == 2
+    assert "--address is for --engine ray" in capsys.readouterr().err
+    assert main(["export", str(inputs[0]), "-o", str(out)]) == 0  # the local engine needs no Ray
