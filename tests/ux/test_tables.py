@@ -106,7 +106,9 @@ def test_traces_render_torchs_strings_and_modules_join(tables: Path) -> None:
         assert f",{path}," in theirs
 
 
-def test_export_replaces_tables_of_version_1_only_with_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_replaces_tables_of_version_1_only_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The 1.0 layout: one file per table for every model (what export wrote before the dataset).
     old = tmp_path / "tables"
     old.mkdir()
