@@ -1,0 +1,49 @@
+"""Every input a fuzzing campaign found (``tests/fuzz_regressions/<harness>/``, written by
+``python -m fuzz.to_regression``) and every input of the committed seed corpus (``fuzz/corpus/<harness>/``)
+replayed through its harness's contract, without atheris: tracepack returns a result that passes the
+harness's checks or refuses the input with a one-line InputError; any other exception, or more than
+60 s, fails."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from fuzz.harnesses import HARNESSES, load
+from fuzz.replay import replay
+
+ROOT = Path(__file__).resolve().parents[2]
+REGRESSIONS = Path(__file__).resolve().parent
+
+
+def _cases(folder: Path) -> list[object]:
+    out: list[object] = []
+    for name in HARNESSES:
+        files = sorted(p for p in (folder / name).glob("*") if p.is_file()) if (folder / name).is_dir() else []
+        marks = [pytest.mark.torch] if getattr(load(name), "TORCH", False) else []
+        out.extend(pytest.param(name, f, id=f"{name}/{f.name}", marks=marks) for f in files)
+    return out
+
+
+def _replayed(harness: str, path: Path) -> None:
+    if getattr(load(harness), "TORCH", False) and importlib.util.find_spec("torch") is None:
+        pytest.skip("needs torch (make venv-torch)")
+    broken = replay(harness, [path], seconds=60)
+    assert not broken, broken[0][1]
+
+
+@pytest.mark.parametrize(("harness", "path"), _cases(REGRESSIONS))
+def test_a_finding_stays_fixed(harness: str, path: Path) -> None:
+    _replayed(harness, path)
+
+
+@pytest.mark.parametrize(("harness", "path"), _cases(ROOT / "fuzz/corpus"))
+def test_the_seed_corpus_keeps_the_contract(harness: str, path: Path) -> None:
+    _replayed(harness, path)
+
+
+def test_every_harness_has_a_seed_corpus() -> None:
+    empty = [name for name in HARNESSES if not any((ROOT / "fuzz/corpus" / name).glob("*"))]
+    assert not empty, f"no committed corpus for {empty}: python -m fuzz.run corpus --harness {','.join(empty)}"
