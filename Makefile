@@ -103,7 +103,7 @@ fuzz-cov: $(FUZZ_STAMP) ## Coverage-guided fuzzing: each harness (or HARNESS=nam
 	$(BIN)/python -m fuzz.run cov --seconds $(FUZZ_SECONDS) $(FUZZ_HARNESS_FLAG)
 
 fuzz-smoke: $(FUZZ_STAMP) ## A short coverage-guided run of every harness (FUZZ_SMOKE_SECONDS each); fails on any finding
-	$(BIN)/python -m fuzz.run cov --smoke --no-coverage --nice 0 --seconds $(FUZZ_SMOKE_SECONDS) $(FUZZ_HARNESS_FLAG)
+	$(BIN)/python -m fuzz.run cov --smoke --seed 1 --no-coverage --nice 0 --seconds $(FUZZ_SMOKE_SECONDS) $(FUZZ_HARNESS_FLAG)
 
 fuzz-corpus: $(FUZZ_STAMP) ## Rebuild the committed seed corpus (fuzz/corpus), minimised with libFuzzer's -merge=1
 	$(BIN)/python -m fuzz.run corpus $(FUZZ_HARNESS_FLAG)

@@ -154,7 +154,17 @@ def _artifacts(folder: Path) -> set[Path]:
     return {p for p in folder.iterdir() if p.name.startswith(_ARTIFACT) and p.suffix != ".txt"}
 
 
-def fuzz_one(name: str, seconds: int, *, work: Path, findings: Path, nice: int, timeout: int, rss_mb: int) -> Result:
+def fuzz_one(
+    name: str,
+    seconds: int,
+    *,
+    work: Path,
+    findings: Path,
+    nice: int,
+    timeout: int,
+    rss_mb: int,
+    seed: int | None = None,
+) -> Result:
     result = Result(name)
     if _torch_missing(name):
         result.note = "needs torch: run it in the torch venv (make venv-torch)"
@@ -176,7 +186,8 @@ def fuzz_one(name: str, seconds: int, *, work: Path, findings: Path, nice: int, 
             cmd = [
                 "nice", "-n", str(nice), str(_wrapper(work)),
                 f"-max_total_time={int(left)}", f"-timeout={timeout}", f"-rss_limit_mb={rss_mb}",
-                "-print_final_stats=1", f"-artifact_prefix={out}/", *_flags(name), str(corpus), str(committed),
+                "-print_final_stats=1", f"-artifact_prefix={out}/", *_flags(name),
+                *([f"-seed={seed + restarts}"] if seed is not None else []), str(corpus), str(committed),
             ]  # fmt: skip
             proc = subprocess.Popen(
                 cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace"
@@ -356,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     cov.add_argument("--nice", type=int, default=19)
     cov.add_argument("--rss-mb", type=int, default=2048)
     cov.add_argument("--smoke", action="store_true")
+    cov.add_argument("--seed", type=int, help="libFuzzer's -seed (default: random); the smoke run takes 1")
     cov.add_argument("--no-coverage", action="store_true")
     sub.choices["corpus"].add_argument("--with-work", action="store_true")
     args = parser.parse_args(argv)

@@ -13,6 +13,7 @@ import pytest
 
 from fuzz.harnesses import HARNESSES, load
 from fuzz.replay import replay
+from tests.torch.conftest import TORCH_MARKS  # torch's own warnings (no NumPy) are not ours to fail on
 
 ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = Path(__file__).resolve().parent
@@ -22,7 +23,7 @@ def _cases(folder: Path) -> list[object]:
     out: list[object] = []
     for name in HARNESSES:
         files = sorted(p for p in (folder / name).glob("*") if p.is_file()) if (folder / name).is_dir() else []
-        marks = [pytest.mark.torch] if getattr(load(name), "TORCH", False) else []
+        marks = TORCH_MARKS if getattr(load(name), "TORCH", False) else []
         out.extend(pytest.param(name, f, id=f"{name}/{f.name}", marks=marks) for f in files)
     return out
 
