@@ -89,6 +89,16 @@ def fix_tpk(b: bytearray) -> None:
     hsize = struct.unpack_from("<H", b, 10)[0]
     start = hsize if _HEADER <= hsize <= len(b) else _HEADER
     payload = bytes(b[start:])
+    from tracepack import container
+
+    if struct.unpack_from("<H", b, 18)[0] & 1 and hasattr(container, "block_table"):
+        # block checksums (flag bit 0): the payload is what the header declared, as far as it goes, and a
+        # fresh block table of the old table's block size (16 KiB where unreadable) follows it
+        declared = struct.unpack_from("<Q", b, 24)[0]
+        payload = bytes(b[start : start + declared])
+        at = start + declared + 4
+        size = struct.unpack_from("<I", b, at)[0] if len(b) >= at + 4 else 0
+        b[start:] = payload + container.block_table(payload, size if size in container.BLOCK_SIZES else 1 << 14)
     struct.pack_into("<Q", b, 24, len(payload))
     if b[17] == 0:
         struct.pack_into("<Q", b, 32, len(payload))

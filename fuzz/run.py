@@ -297,7 +297,8 @@ def cmd_cov(args: argparse.Namespace) -> int:
         if not r.note and not args.no_coverage:
             r.coverage = measure_coverage(name, work=work)
         results.append(r)
-    ledger = _ledger(work, results)
+        ledger = _ledger(work, [r])  # after each harness: a stopped campaign keeps what it ran
+    ledger = _ledger(work, [])
     report(results, ledger)
     found = sum(len(r.findings) for r in results)
     print(f"\nfindings: {found}, saved under {findings} (python -m fuzz.to_regression FILE: a regression input)")

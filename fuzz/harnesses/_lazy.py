@@ -8,6 +8,7 @@ answers, and a lookup by name must find the node the eager reader finds."""
 
 from __future__ import annotations
 
+import inspect
 import random
 from typing import Any
 
@@ -60,4 +61,9 @@ def seeds(codec: str, golden: str) -> list[tuple[str, bytes]]:
     ]
     out.append(("dynamic", tracepack.dumps(sample_doc(), codec=codec, compression="none")))
     out.append(("cond", tracepack.dumps(sample_doc("cond"), codec=codec, compression="none")))
+    if "block_checksums" in inspect.signature(tracepack.dumps).parameters:  # container flag bit 0
+        for name in ("dynamic", "cond"):
+            for blocks in (True, False):
+                data = tracepack.dumps(sample_doc(name), codec=codec, compression="none", block_checksums=blocks)
+                out.append((f"{name}-blocks-{blocks}", data))
     return out

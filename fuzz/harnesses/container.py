@@ -5,6 +5,7 @@ the checksums into the zstd and dictionary paths."""
 
 from __future__ import annotations
 
+import inspect
 import random
 from typing import Final
 
@@ -47,4 +48,8 @@ def seeds() -> list[tuple[str, bytes]]:
     for comp in ("none", "zstd"):
         out.append((f"dynamic-msgpack-{comp}", tracepack.dumps(doc, codec="msgpack", compression=comp)))
     out.append(("dynamic-dict", tracepack.dumps(doc, codec="msgpack", compression="zstd", zstd_dict="torch-export-7")))
+    if "block_checksums" in inspect.signature(tracepack.dumps).parameters:  # container flag bit 0
+        for comp in ("none", "zstd"):
+            data = tracepack.dumps(doc, codec="flatbuffers", compression=comp, block_checksums=True)
+            out.append((f"dynamic-blocks-{comp}", data))
     return out
