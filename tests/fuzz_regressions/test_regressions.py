@@ -19,12 +19,42 @@ ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = Path(__file__).resolve().parent
 
 
+#: Findings whose cause another part of issue 24 fixes (not this branch): they fail today, and are
+#: expected to (strict: once the fix lands they pass, and this entry must go). harness -> (why, files).
+OPEN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "model_json_export": (
+        "the model.json exporter does not yet validate the torch extensions it reads (issue 24 item 1)",
+        (
+            "dtype-not-a-dtype",
+            "nodes-layout-key-not-in-extras",
+            "nodes-layout-without-defaults",
+            "nodes-layout-without-extras",
+            "nodes-layout-without-keys",
+            "nodes-layout-without-whole",
+            "program-graph-module-without-signature",
+            "program-without-graph-module",
+            "program-without-graph-module-run",
+            "sym-shape-longer-than-shape",
+        ),
+    ),
+    "torch_load": (
+        "torch's own errors (SpecViolationError, SerializeError) escape tracepack.torch.load (issue 24 item 1)",
+        ("parameter-not-in-state-dict",),
+    ),
+}
+
+
 def _cases(folder: Path) -> list[object]:
     out: list[object] = []
     for name in HARNESSES:
         files = sorted(p for p in (folder / name).glob("*") if p.is_file()) if (folder / name).is_dir() else []
         marks = TORCH_MARKS if getattr(load(name), "TORCH", False) else []
-        out.extend(pytest.param(name, f, id=f"{name}/{f.name}", marks=marks) for f in files)
+        why, still_open = OPEN.get(name, ("", ()))
+        for f in files:
+            mark = (
+                [pytest.mark.xfail(reason=why, strict=True)] if folder == REGRESSIONS and f.name in still_open else []
+            )
+            out.append(pytest.param(name, f, id=f"{name}/{f.name}", marks=[*marks, *mark]))
     return out
 
 
