@@ -11,7 +11,6 @@ TARGETS: Final = (
     "tracepack.torch.export.model_json",
     "tracepack.torch.export.values",
     "tracepack.torch.export.node_names",
-    "tracepack.torch.export.layouts",
     "tracepack.builder",
     "tracepack.traces",
     "tracepack.io.guard",

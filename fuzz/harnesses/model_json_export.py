@@ -15,7 +15,6 @@ from fuzz.common import contract
 TARGETS: Final = (
     "tracepack.torch.export.model_json",
     "tracepack.torch.export.values",
-    "tracepack.torch.export.layouts",
 )
 DICT: Final = "model_json.dict"
 _CODECS: Final = ("json", "msgpack")

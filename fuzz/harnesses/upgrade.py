@@ -10,7 +10,7 @@ from typing import Final
 from fuzz.common import contract
 from fuzz.harnesses._torch import program_of, with_program
 
-TARGETS: Final = ("tracepack.torch.upgrade", "tracepack.torch.export.upgrade", "tracepack.torch.serde")
+TARGETS: Final = ("tracepack.torch.upgrade", "tracepack.torch.export.upgrade", "tracepack.torch.export.layouts")
 DICT: Final = "model_json.dict"
 TORCH: Final = True
 _OLD: Final = (("2.8", "dynamic"), ("2.6", "dynamic"), ("2.8", "cond"))

@@ -38,8 +38,24 @@ OPEN: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "torch_load": (
-        "torch's own errors (SpecViolationError, SerializeError) escape tracepack.torch.load (issue 24 item 1)",
-        ("parameter-not-in-state-dict",),
+        "torch's own errors (SerializeError, SpecViolationError, ...) and invalid UTF-8 escape tracepack.torch.load "
+        "(issue 24 item 1)",
+        (
+            "AssertionError-deserializer.py-139",
+            "JSONDecodeError-deserializer.py-278",
+            "KeyError-deserializer.py-145",
+            "KeyError-deserializer.py-278",
+            "NotImplementedError-deserializer.py-278",
+            "RuntimeError-deserializer.py-144",
+            "RuntimeError-deserializer.py-148",
+            "RuntimeError-deserializer.py-151",
+            "SerializeError-deserializer.py-278",
+            "SpecViolationError-loader.py-509",
+            "UnicodeDecodeError-loader.py-121",
+            "UnicodeDecodeError-upgrade.py-118",
+            "ValueError-deserializer.py-278",
+            "parameter-not-in-state-dict",
+        ),
     ),
 }
 
