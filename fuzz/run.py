@@ -286,8 +286,12 @@ def report(results: list[Result], ledger: dict[str, dict[str, float]]) -> None:
 def cmd_cov(args: argparse.Namespace) -> int:
     work, findings = Path(args.work), Path(args.findings or Path(args.work) / "findings")
     names = args.harness.split(",") if args.harness else list(HARNESSES)
-    for n in names:
+    skip = set(filter(None, (args.skip or "").split(",")))
+    for n in [*names, *skip]:
         load(n)
+    if skip & set(names):
+        print(f"fuzz: skipping {', '.join(sorted(skip & set(names)))} (--skip)")
+        names = [n for n in names if n not in skip]
     results = []
     for name in names:
         print(f"fuzz: {name} for {args.seconds} s", flush=True)
@@ -368,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     cov.add_argument("--nice", type=int, default=19)
     cov.add_argument("--rss-mb", type=int, default=2048)
     cov.add_argument("--smoke", action="store_true")
+    cov.add_argument("--skip", help="harnesses left out (comma-separated)")
     cov.add_argument("--seed", type=int, help="libFuzzer's -seed (default: random); the smoke run takes 1")
     cov.add_argument("--no-coverage", action="store_true")
     sub.choices["corpus"].add_argument("--with-work", action="store_true")
