@@ -36,10 +36,12 @@ def read(codec: str, data: bytes) -> None:
     if got is None:
         return
     doc, said = got
-    again = tracepack.loads(tracepack.dumps(doc, codec=codec, compression="none"), source="again.tpk")
-    if again.raw != doc.raw:
+    # compared as bytes and reprs: a NaN the document holds is equal to itself only that way
+    encoded = tracepack.dumps(doc, codec=codec, compression="none")
+    again = tracepack.loads(encoded, source="again.tpk")
+    if tracepack.dumps(again, codec=codec, compression="none") != encoded:
         raise Finding(f"an accepted {codec} document does not survive a re-encode")
-    if answers(again) != said:
+    if repr(answers(again)) != repr(said):
         raise Finding(f"an accepted {codec} document answers differently after a re-encode")
 
 

@@ -27,8 +27,11 @@ def test_one_input(data: bytes) -> None:
     if doc is None:
         return
     said = contract(lambda: answers(doc))
-    again = tracepack.loads(tracepack.dumps(doc), source="again.tpk")
-    if again.raw != doc.raw or (said is not None and answers(again) != said):
+    encoded = tracepack.dumps(doc, compression="none")
+    again = tracepack.loads(encoded, source="again.tpk")  # bytes and reprs: a NaN equals itself only so
+    if tracepack.dumps(again, compression="none") != encoded or (
+        said is not None and repr(answers(again)) != repr(said)
+    ):
         raise Finding("an imported archive does not survive an encode and decode")
 
 
