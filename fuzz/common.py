@@ -242,3 +242,14 @@ def small_archives() -> list[tuple[str, bytes]]:
                 f.write(content)
     out.append(("2.13-dynamic-zip64.pt2", forced.getvalue()))
     return out
+
+
+def conformance_vectors(*folders: str) -> list[tuple[str, bytes]]:
+    """The conformance suite's ``.tpk`` vectors (``conformance/vectors/<valid|invalid>/<folder>/``): valid files
+    and the damaged ones the specification says are refused, each a seed that starts near an edge."""
+    base = ROOT / "conformance/vectors"
+    return [
+        (f"conformance-{p.parent.parent.name}-{p.parent.name}-{p.stem}", p.read_bytes())
+        for folder in folders
+        for p in sorted(base.glob(f"*/{folder}/*.tpk"))
+    ]

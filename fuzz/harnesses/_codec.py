@@ -48,8 +48,9 @@ def read(codec: str, data: bytes) -> None:
 def seeds(codec: str) -> list[tuple[str, bytes]]:
     """The payloads of the golden files and of the small sample graph, in every released version."""
     import tracepack
-    from fuzz.common import ROOT, sample_doc
+    from fuzz.common import ROOT, conformance_vectors, sample_doc
     from tracepack.container import unpack
+    from tracepack.errors import InputError
 
     released = versions()
     out = []
@@ -57,6 +58,13 @@ def seeds(codec: str) -> list[tuple[str, bytes]]:
         head, payload = unpack(p.read_bytes())
         if head.codec == codec:
             out.append((f"golden-{p.parent.name}-{p.name}", bytes([released.index(head.schema_version)]) + payload))
+    for name, data in conformance_vectors("*"):  # the conformance suite's payloads in this codec, damaged ones too
+        try:
+            head, payload = unpack(data)
+        except InputError:
+            continue
+        if head.codec == codec and head.schema_version in released:
+            out.append((name, bytes([released.index(head.schema_version)]) + bytes(payload)))
     doc = sample_doc()
     for i, version in enumerate(released):
         data = tracepack.dumps(doc, codec=codec, compression="none", version=version)

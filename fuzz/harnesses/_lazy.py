@@ -53,12 +53,13 @@ def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
 
 def seeds(codec: str, golden: str) -> list[tuple[str, bytes]]:
     import tracepack
-    from fuzz.common import ROOT, sample_doc
+    from fuzz.common import ROOT, conformance_vectors, sample_doc
 
     out = [
         (f"golden-{p.parent.name}-{p.name}", p.read_bytes())
         for p in sorted((ROOT / "tests/golden").glob(f"*/{golden}"))
     ]
+    out += conformance_vectors("fbrows" if codec == "flatbuffers-rows" else "fbcols")
     out.append(("dynamic", tracepack.dumps(sample_doc(), codec=codec, compression="none")))
     out.append(("cond", tracepack.dumps(sample_doc("cond"), codec=codec, compression="none")))
     if "block_checksums" in inspect.signature(tracepack.dumps).parameters:  # container flag bit 0

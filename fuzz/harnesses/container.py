@@ -9,7 +9,7 @@ import inspect
 import random
 from typing import Final
 
-from fuzz.common import ROOT, Finding, contract, fix_tpk
+from fuzz.common import ROOT, Finding, conformance_vectors, contract, fix_tpk
 
 TARGETS: Final = ("tracepack.container", "tracepack.dictionaries")
 DICT: Final = "tpk.dict"
@@ -48,6 +48,7 @@ def seeds() -> list[tuple[str, bytes]]:
     for comp in ("none", "zstd"):
         out.append((f"dynamic-msgpack-{comp}", tracepack.dumps(doc, codec="msgpack", compression=comp)))
     out.append(("dynamic-dict", tracepack.dumps(doc, codec="msgpack", compression="zstd", zstd_dict="torch-export-7")))
+    out += conformance_vectors("container", "versions")
     if "block_checksums" in inspect.signature(tracepack.dumps).parameters:  # container flag bit 0
         for comp in ("none", "zstd"):
             data = tracepack.dumps(doc, codec="flatbuffers", compression=comp, block_checksums=True)
