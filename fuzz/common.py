@@ -110,18 +110,38 @@ _scratch: dict[str, Path] = {}
 
 
 def scratch_file(name: str, data: bytes) -> Path:
-    """``data`` written to a file of this process's own scratch folder (tmpfs where there is one)."""
+    """``data`` written to a file of this process's own scratch folder (tmpfs where there is one).
+
+    libFuzzer ends a process without Python's exit handlers, so each folder is named by its process
+    id, and the first use in a process removes the folders of processes that are gone."""
     folder = _scratch.get("dir")
     if folder is None:
-        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        folder = _scratch["dir"] = Path(tempfile.mkdtemp(prefix="tracepack-fuzz-", dir=base))
         import atexit
         import shutil
 
+        shm = "/dev/shm"
+        base = Path(shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir())
+        root = base / "tracepack-fuzz-scratch"
+        root.mkdir(exist_ok=True)
+        for old in root.iterdir():
+            if old.name.isdigit() and not _alive(int(old.name)):
+                shutil.rmtree(old, ignore_errors=True)
+        folder = _scratch["dir"] = root / str(os.getpid())
+        folder.mkdir(exist_ok=True)
         atexit.register(shutil.rmtree, folder, True)
     path = folder / name
     path.write_bytes(data)
     return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def zip_members(data: bytes) -> Iterator[tuple[zipfile.ZipInfo, bytes]]:
