@@ -82,6 +82,17 @@ def jobs_option(args: argparse.Namespace) -> int | None:
     return jobs
 
 
+def add_error_format(p: argparse.ArgumentParser) -> None:
+    """``--error-format text|json``: how an error is reported on standard error (spec §12.2)."""
+    p.add_argument(
+        "--error-format",
+        choices=["text", "json"],
+        default="text",
+        help='json: report an error as one JSON object {"error": CLASS, "place": PLACE, "message": LINE} '
+        "(the conformance suite's protocol, spec/12-conformance.md)",
+    )
+
+
 def add_limit(p: argparse.ArgumentParser) -> None:
     """``--limit NAME=VALUE`` (every command): raise one budget of :mod:`tracepack.io.limits`."""
     p.add_argument(
