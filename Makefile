@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,14 @@ $(TORCH_STAMP): $(STAMP)
 
 venv-torch: $(TORCH_STAMP) ## Also install torch 2.13.0 (CPU) for the torch bridge and its tests
 
+# Ray (the `ray` extra) for the zoo job's Ray engine and its tests in Ray's local mode.
+RAY_STAMP := $(VENV)/.installed-ray
+$(RAY_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
+	@touch $@
+
+venv-ray: $(RAY_STAMP) ## Also install Ray (the ray extra) for `export --engine ray` and its tests
+
 # Not part of test/CI: another torch release is a large (CUDA) download, in its own environment.
 TORCH ?= 2.15.0
 TORCH_VENV := .venv-torch-$(TORCH)
@@ -57,7 +65,7 @@ demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed aga
 smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
 	$(BIN)/python scripts/smoke_wheel.py
 
-test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profile on CI)
+test: $(STAMP) venv-torch venv-ray ## Run the whole test suite (thorough hypothesis profile on CI)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
@@ -85,7 +93,7 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP) ## Run the benchmarks; figures are ratios against a baseline in the same run
+bench: $(STAMP) venv-ray ## Run the benchmarks; figures are ratios against a baseline in the same run
 	$(BIN)/python -m benchmarks.run
 
 FUZZ_CASES ?= 2000

@@ -15,6 +15,7 @@ from tracepack.cli._common import (
     add_error_format,
     add_force,
     add_fsync,
+    add_jobs,
     add_json,
     check_output,
     display,
@@ -23,7 +24,6 @@ from tracepack.cli._common import (
     optional,
     parse_version,
     print_json,
-    progress,
     read,
     report,
     write_output,
@@ -56,17 +56,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
     pairs = _convert_targets(args)
     for _, out in pairs:  # refuse before any work, not half-way through
         check_output(out, force=args.force)
-    results = [_convert(src, dst, args) for src, dst in progress(pairs, total=len(pairs), desc="convert")]
-    if args.json:
-        value: Any = results[0] if len(results) == 1 else results
-        if pairs[0][1] == STDIO:
-            report(STDIO, "", value, as_json=True)
-        else:
-            print_json(value)
+    if len(pairs) > 1:  # every core (-j), one line per failing input, the rest go on
+        from tracepack.cli._many import run_many
+
+        return run_many(pairs, _convert, args, desc="convert")
+    ((src, dst),) = pairs
+    info, text = _convert(src, dst, args)
+    report(dst, text, info, as_json=args.json)
     return EXIT_OK
 
 
-def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
+def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """Convert ``src`` into ``dst``: what was written (``--json``'s form) and the line that says so."""
     import tracepack
     from tracepack import dictionaries
     from tracepack.codecs import resolve
@@ -106,9 +107,7 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
     info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": input_bytes, "nodes": len(doc)}
     info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
-    if not args.json:
-        report(dst, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})", info, as_json=False)
-    return info
+    return info, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})"
 
 
 def _as_written(doc: Any, written: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
@@ -355,6 +354,7 @@ def register(sub: Any) -> None:
         "(default: torch inputs use the newest built-in one, which readers need no file for)",
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
+    add_jobs(c)
     add_force(c)
     add_fsync(c)
     add_json(c)
