@@ -424,8 +424,9 @@ def test_lazily_a_table_column_is_what_its_lengths_say(tmp_path: Path) -> None:
     def wrong_len(values: dict[str, Any]) -> None:
         values["$.frames.line#len"] = (2, [1])
 
-    with pytest.raises(DecodeError) as info:
-        tracepack.open(_lazy_file(tmp_path, _rewritten(wrong_len)))
+    # A table is read (and checked) when first used: here by table_sizes(), which reads every table.
+    with tracepack.open(_lazy_file(tmp_path, _rewritten(wrong_len))) as lz, pytest.raises(DecodeError) as info:
+        lz.table_sizes()
     assert str(info.value).endswith(
         "bad.tpk: $.frames.line[]: the column has 58 values; expected 1, as $.frames.line#len says"
     )
