@@ -388,8 +388,14 @@ class LazyDocument(ModuleRendering):
         available = len(whole) - start
         end = start + header.payload_length
         if header.block_checksums and available >= header.payload_length:
-            # A block table follows the payload: checked (it is small), its CRCs used only by `verify()`.
-            read_block_table(whole[end:], header, source=self.path)
+            # A block table follows the payload (read whole here only with checksum=False): its
+            # layout checked, and its CRCs too unless checksum=False.
+            if checksum:
+                read_block_table(whole[end:], header, source=self.path)
+            else:
+                check_block_table_head(
+                    whole[end : end + BLOCK_TABLE_HEAD], header, available - header.payload_length, source=self.path
+                )
         elif available != header.payload_length:
             what = "truncated payload" if available < header.payload_length else "unexpected bytes after the payload"
             raise ContainerError(

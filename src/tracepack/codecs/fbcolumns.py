@@ -865,6 +865,8 @@ class RandomAccess:
             d.vectors = [v if k == _TEXT else BlockView(blocks, v, d.starts[k]) for k, v in enumerate(d.vectors)]  # type: ignore[misc]
             d.text_index = BlockView(blocks, d.text_index, d.starts[_TEXT_INDEX - _FIRST])  # type: ignore[assignment]
             self.need = blocks.need
+        #: The block size (:meth:`_scan` reads the text a block at a time).
+        self.block = blocks.size if blocks is not None else 0
         self.limit = len(body)
         root: type = generated(version).model.Document
         self.plan = col._plan(root)
@@ -982,19 +984,19 @@ class RandomAccess:
 
     def _scan(self, find: Callable[[Any, int, int], re.Match[bytes] | None], pos: int) -> re.Match[bytes] | None:
         """``find(text, pos)`` (a pattern's ``match``) reading only verified text: over a window from
-        ``pos`` that grows fourfold until it finds or reaches the end. The patterns here (NUL-terminated
-        values) find the same within a window as in the whole text, when they find."""
-        text, need, at = self.text, self.need, self.text_at
+        ``pos`` to the end of its block, then four times as long each time until it finds or reaches the
+        end. The patterns here (NUL-terminated values) find the same within a window as in the whole
+        text, when they find."""
+        text, need, at, block = self.text, self.need, self.text_at, self.block
         assert need is not None
         n = len(text)
-        span = 1 << 12
+        end = min(n, ((at + pos) // block + 1) * block - at)  # to the end of the block at pos first
         while True:
-            end = min(n, pos + span)
             need(at + pos, at + end)
             m = find(text, pos, end)
             if m is not None or end == n:
                 return m
-            span <<= 2
+            end = min(n, end + max(block, 3 * (end - pos)))
 
     def _all_starts(self) -> list[int]:
         if self.need is not None:

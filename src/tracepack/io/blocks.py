@@ -197,7 +197,9 @@ class _Pool:
                 if n <= len(m) <= max(2 * n, n + (1 << 20)) and _unexported(m):
                     del self._free[k]
                     return m
-        return mmap.mmap(-1, n)
+        # Private: a child process forked while a document is open gets its own copy of each page it
+        # writes, never the parent's buffer (the default for anonymous memory is shared).
+        return mmap.mmap(-1, n, flags=_PRIVATE) if _PRIVATE else mmap.mmap(-1, n)
 
     def give(self, m: mmap.mmap) -> None:
         with self._lock:
@@ -219,6 +221,7 @@ def _unexported(m: mmap.mmap) -> bool:
 _POOL_BUFFERS: Final = 4
 _POOL_BYTES: Final = 256 << 20
 _POOL: Final = _Pool()
+_PRIVATE: Final = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS if hasattr(mmap, "MAP_ANONYMOUS") else 0
 
 
 class BlockView:
