@@ -618,15 +618,15 @@ class CheckedReader(Reader):
         """Verify the vector at ``pos`` (its length and elements) when it is within the buffer."""
         count = self._word(pos)
         if count is not None and pos + 4 + count * elem <= self.n:
-            self.need(pos + 4, pos + 4 + count * elem)
+            self.need(pos, pos + 4 + count * elem)
 
     def root(self, identifier: bytes) -> int:
         self.need(0, min(8, self.n))
         return super().root(identifier)
 
     def u32(self, pos: int) -> int:
-        self._word(pos)
-        return super().u32(pos)
+        word = self._word(pos)
+        return super().u32(pos) if word is None else word  # outside the buffer: Reader.u32 raises
 
     def fields(self, pos: int, spec: TableSpec) -> list[Any]:
         n = self.n
@@ -645,8 +645,16 @@ class CheckedReader(Reader):
         return super().fields(pos, spec)
 
     def vector(self, pos: int, elem: int) -> tuple[int, int]:
-        self._word(pos)
-        return super().vector(pos, elem)
+        count = self._word(pos)
+        if count is None:
+            return super().vector(pos, elem)  # raises
+        # Reader.vector without reading the length again.
+        if pos + 4 + count * elem > self.n:
+            raise Bad(f"vector of {count} elements at byte {pos} overruns the buffer ({self.n} bytes)")
+        self.budget -= count
+        if self.budget < 0:
+            raise Bad("the buffer decodes to more elements than its size allows (shared objects?)")
+        return pos + 4, count
 
     def scalars(self, pos: int, kind: str) -> list[Any]:
         self._region(pos, SIZES[kind])
