@@ -285,7 +285,9 @@ def dump(
 def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access (see :mod:`tracepack.lazy`).
 
-    The payload CRC-32 is checked on open; ``checksum=False`` skips it for a trusted file.
+    Every byte handed out is verified: with block checksums (spec §1.5) each block's CRC-32 when the
+    block is first read, without them the payload CRC-32 on open; ``checksum=False`` skips the CRCs
+    for a trusted file.
 
     >>> with tracepack.open("model.tpk") as doc:
     ...     doc.node("linear").stack_trace

@@ -22,12 +22,17 @@ users see one model. A table or column the file's version does not have reads as
 no ``from_node`` provenance, and :attr:`LazyNode.raw` is the node migrated to the current
 model, by the registered migrations, exactly as ``tracepack.load`` migrates it.
 
-What it hands out is verified, and the file cannot change under it: opening reads the file
-once into private memory (a snapshot; a file truncated or rewritten while a reader has it open
-changes nothing and can never crash the process, as a memory-mapped file would with SIGBUS) and
-checks the container's payload CRC-32 over it (``checksum=False`` skips that for trusted files).
-Both are one pass at memory speed; on a 100k-node file that is ~20 ms against ~2 s for a full
-decode, so a one-trace lookup stays well over 100x faster (``make bench``).
+What it hands out is verified, and the file cannot change what it answers. A file with block
+checksums (container flag bit 0, what writers write for uncompressed FlatBuffers; spec §1.5) is
+read a block at a time (:mod:`tracepack.io.blocks`): opening reads the header and the block table,
+and each block a lookup needs is read into private memory with ``os.pread`` and its CRC-32 checked
+before any of its bytes is used, then kept; a lookup reads O(log nodes) blocks, whatever the file's
+size (on an 8,680-node file 33 of 256 blocks in the row layout, 20 of 61 in the column layout, ``make
+bench`` figure (e)). A file truncated or rewritten while open gives the answers it gave before or a
+one-line ContainerError naming the byte or block, never a mix of old and new bytes and never SIGBUS
+(no file is memory-mapped). A file without block checksums (older writers, ``--no-block-checksums``)
+is read once into private memory (a snapshot) and its payload CRC-32 checked on open, one pass at
+memory speed; ``checksum=False`` (a trusted file) does that without any CRC.
 
 Nothing is trusted. Opening checks the container header, the payload length, the root
 and every table header and column length (a few hundred bytes, whatever the document's
@@ -156,10 +161,12 @@ def _upgrade_node(node: Any, version: tuple[int, int]) -> Any:
 def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access.
 
-    The file is read once into private memory (a snapshot: changing or truncating the file
-    later cannot affect, or crash, the reader) and its payload CRC-32 is checked (one pass at C
-    speed) before anything is handed out. ``checksum=False`` skips the CRC for a trusted file;
-    every structural check stays on. Close the document (or use ``with``) to free the memory.
+    Nothing unverified is handed out. With block checksums (spec §1.5; what writers write for these
+    files), each block is read when first needed and its CRC-32 checked before any of its bytes is
+    used; without, the file is read once into private memory and its payload CRC-32 checked on open.
+    Changing or truncating the file later cannot make an answer wrong, or crash the reader.
+    ``checksum=False`` (a trusted file) reads the file whole without checking any CRC; every
+    structural check stays on. Close the document (or use ``with``) to free the file and memory.
     """
     return LazyDocument(path, checksum=checksum)
 
@@ -261,7 +268,7 @@ class _Provenance:
 
 
 class LazyDocument(ModuleRendering):
-    """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
+    """An open FlatBuffers ``.tpk``: nodes, traces and debug handles on demand, every byte verified."""
 
     def __init__(self, path: str | os.PathLike[str], *, checksum: bool = True) -> None:
         self.path = os.fspath(path)
@@ -588,7 +595,8 @@ class LazyDocument(ModuleRendering):
     # -- life cycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Unmap the file. Strings already read stay valid; further access raises UsageError."""
+        """Close the file and release its views. Strings already read stay valid; further access raises
+        UsageError."""
         self._closed = True
         for view in reversed(self._views):
             view.release()
@@ -1090,7 +1098,8 @@ class LazyDocument(ModuleRendering):
             return tracepack.loads(whole, source=self.path)
 
     def verify(self) -> None:
-        """The one-time linear pass: checksum, full structural decode, every reference and trie."""
+        """The one-time linear pass: every block and the payload checksum, full structural decode, every
+        reference and trie."""
         self.load()
 
 

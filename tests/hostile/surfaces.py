@@ -67,6 +67,24 @@ def _tpk_seeds() -> list[tuple[str, bytes]]:
     return out
 
 
+@cache
+def _small_block_seeds() -> list[tuple[str, bytes]]:
+    """The sample in both FlatBuffers layouts with block checksums in blocks of 512 B (spec §1.5): many
+    blocks, so that a mutant reaches blocks a lookup reads and blocks it does not."""
+    from tracepack import container
+
+    out = []
+    for name, data in _tpk_seeds():
+        if name in ("sample.flatbuffers-rows.none", "sample.flatbuffers-columns.none"):
+            header = container.read_header(data)
+            stored = data[header.header_size : header.block_table_at]
+            blocks = container.pack(
+                stored, schema_version=header.schema_version, codec=header.codec, block_checksums=True, block_size=512
+            )
+            out.append((f"{name}.blocks-512", blocks))
+    return out
+
+
 def _tpk(data: bytes, folder: Path) -> str:
     from tracepack.container import read_header
 
@@ -318,12 +336,15 @@ SURFACES: Final = {
         Surface("tpk", _tpk_seeds, BYTES, _tpk),
         Surface(
             "lazy",
-            lambda: [
-                s
-                for s in _tpk_seeds()
-                if ("flatbuffers" in s[0] and "zstd" not in s[0] and "none" in s[0])
-                or s[0].endswith(("/flatbuffers.tpk", "/flatbuffers-columns.tpk"))
-            ],
+            lambda: (
+                [
+                    s
+                    for s in _tpk_seeds()
+                    if ("flatbuffers" in s[0] and "zstd" not in s[0] and "none" in s[0])
+                    or s[0].endswith(("/flatbuffers.tpk", "/flatbuffers-columns.tpk"))
+                ]
+                + _small_block_seeds()
+            ),
             BYTES,
             _lazy,
         ),
