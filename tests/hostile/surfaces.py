@@ -116,8 +116,16 @@ def _lazy(data: bytes, folder: Path) -> str:
                         want = (e.name, e.stack_trace, e.module_stack, e.from_node)
                         if got != want:
                             raise Finding(f"lazy node {i} answers {got!r}, the eager reader {want!r}")
-                    if lz.node(node.name).index != i and (eager_refused or eager.node(node.name).index == i):
-                        raise Finding(f"lazy lookup of {node.name!r} finds another node")
+                    # Spec §5.4: when nodes share a name and the side index is damaged, a lazy reader may
+                    # answer with another node of that name (the row layout has no name column to scan
+                    # cheaply); a node of another name is a wrong answer.
+                    found = lz.node(node.name).index
+                    if (
+                        found != i
+                        and (eager_refused or eager.node(node.name).index == i)
+                        and lz.node(found).name != node.name
+                    ):
+                        raise Finding(f"lazy lookup of {node.name!r} finds a node of another name")
         except InputError as exc:
             if "\n" in str(exc):
                 raise Finding(f"error message is not one line: {exc!s}") from None
