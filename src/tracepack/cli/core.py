@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, An
     import tracepack
     from tracepack import dictionaries
     from tracepack.codecs import resolve
-    from tracepack.container import MAGIC
+    from tracepack.container import MAGIC, read_header
     from tracepack.formats import read_document
 
     with Stages(display(src), 4) as stages:
@@ -94,7 +95,13 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, An
         stages.step(f"encoding ({', '.join(codecs)})")
         written = {
             codec: tracepack.dumps(
-                doc, codec=codec, compression=args.compression, level=args.level, zstd_dict=zdict, version=version
+                doc,
+                codec=codec,
+                compression=args.compression,
+                level=args.level,
+                zstd_dict=zdict,
+                version=version,
+                block_checksums=args.block_checksums,
             )
             for codec in codecs
         }
@@ -105,8 +112,12 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, An
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
+    blocks = read_header(data).block_checksums
+    if blocks:
+        used += ", block checksums"
     info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": input_bytes, "nodes": len(doc)}
     info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
+    info["block_checksums"] = blocks
     return info, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})"
 
 
@@ -176,6 +187,8 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         "codec": header.codec,
         "compression": header.compression,
         "zstd_dict_id": header.dict_id,
+        "flags": header.flags,
+        "block_checksums": header.block_checksums,
         "payload_bytes": header.payload_length,
         "raw_bytes": header.raw_length,
         "producer": None
@@ -185,6 +198,8 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         "rows": sizes,
         "bytes": _breakdown(written_raw, header.codec, written),
     }
+    if header.block_checksums:  # the table was checked by loads above
+        info["block_size"], info["blocks"] = struct.unpack_from("<IQ", data, header.block_table_at + 4)
     from tracepack import dictionaries
     from tracepack.sizes import column_sizes, table_sizes
 
@@ -205,6 +220,11 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"  codec {header.codec}, compression {header.compression}", end="")
     print(f" (dictionary {header.dict_id})" if header.dict_id else "")
     print(f"  {len(data)} bytes on disk, payload {header.payload_length} stored / {header.raw_length} raw")
+    if header.block_checksums:
+        size, count = info["block_size"], info["blocks"]
+        print(f"  flags {header.flags:#x}: block checksums, {count} blocks of {size} bytes (lazy reads verify each)")
+    else:
+        print(f"  flags {header.flags:#x}: whole-payload checksum only")
     if info["producer"]:
         print(f"  producer {info['producer']['name']} {info['producer']['version']}")
     print(f"  {len(doc)} nodes")
@@ -355,6 +375,22 @@ def register(sub: Any) -> None:
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
     add_jobs(c)
+    g = c.add_mutually_exclusive_group()
+    g.add_argument(
+        "--block-checksums",
+        dest="block_checksums",
+        action="store_true",
+        default=None,
+        help="add a CRC-32 per 16 KiB block of the payload (container flag bit 0), so that a lazy lookup "
+        "(tracepack trace, tracepack.open) verifies only the blocks it reads. Default: on for uncompressed "
+        "FlatBuffers (--codec flatbuffers|flatbuffers-rows --compression none), off otherwise",
+    )
+    g.add_argument(
+        "--no-block-checksums",
+        dest="block_checksums",
+        action="store_false",
+        help="no block table: the header's whole-payload CRC-32 only (what builds before block checksums read)",
+    )
     add_force(c)
     add_fsync(c)
     add_json(c)
