@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -108,6 +108,19 @@ cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracep
 
 cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
 	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
+
+# The vectors the C++ reader runs: `cat` on all of them; `trace` joins with the lazy reader (branch cpplazy),
+# which sets CPP_VECTORS to '.' (every vector).
+CPP_VECTORS ?= ^(?!.*(^|/|-)trace(-|/|$$))
+CPP_DAMAGED ?= ^(?=invalid/)(?!.*(^|/|-)trace(-|/|$$))
+SANITIZERS := ASAN_OPTIONS=abort_on_error=0:exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=86:print_stacktrace=1
+
+conformance-cpp: $(STAMP) cpp cpp-asan ## The conformance suite against build/tracepack-cpp (exact places), its damaged vectors under ASan/UBSan
+	$(BIN)/python -m conformance.run --impl build/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_VECTORS)'
+	$(SANITIZERS) $(BIN)/python -m conformance.run --impl build/asan/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_DAMAGED)'
+
+ci-cpp: $(STAMP) conformance-cpp ## All of the C++ reader's checks alone (apt deps, builds, conformance, tests/cpp: differential, ASan/UBSan)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cpp
 
 bench: $(STAMP) venv-ray cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run
