@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tracepack.cli._common import EXIT_OK, add_fsync, read
-from tracepack.errors import InputError, UsageError
+from tracepack.errors import LegacyFormatError, UsageError
 
 
 def _instruction(text: str) -> tuple[int, int]:
@@ -83,7 +83,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         try:
             value = json.loads(data)
         except (ValueError, UnicodeDecodeError):
-            raise InputError(
+            raise LegacyFormatError(
                 "not a profile tracepack reads",
                 source=args.profile,
                 expected="an ExecuTorch ETDump or a Chrome trace (JSON)",

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tracepack.errors import InputError, NotFoundError, UsageError
+from tracepack.errors import LegacyFormatError, NotFoundError, UsageError
 from tracepack.runtime.symbols import HandleAnswer, NodeAnswer, Symbolicator, op_name, pick
 from tracepack.traces import parse_stack_trace
 
@@ -344,11 +344,11 @@ def annotate_chrome(
     if isinstance(trace, list):
         trace = {"traceEvents": trace}
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise InputError("not a Chrome trace", source=source, expected='a JSON object with a "traceEvents" list')
+        raise LegacyFormatError("not a Chrome trace", source=source, expected='a JSON object with a "traceEvents" list')
     sym = pick(symbolicators, method)
     for i, event in enumerate(trace["traceEvents"]):
         if not isinstance(event, dict):
-            raise InputError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
+            raise LegacyFormatError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
     events: list[dict[str, Any]] = trace["traceEvents"]
     fx = fx_node_map(events, sym) if sym.kind == "handles" and len(sym.doc) else {}  # type: ignore[arg-type]
     cache: dict[tuple[int, str], dict[str, Any]] = {}
