@@ -66,6 +66,14 @@ class DictionarySpec:
     trained_at: str = ""
     #: Why the dictionary is not shipped (superseded before any submitted build had it); empty when it is.
     withdrawn: str = ""
+    #: The codecs whose payloads of the member ``tracepack pack`` / ``tracepack.torch.save`` write for each
+    #: training program follow that program's samples (torch-export-8 on: what the defaults write).
+    members: tuple[str, ...] = ()
+    #: Where its training inputs are recorded (``sha256sum`` lines of the programs, beside the programs
+    #: themselves as ``NAME.tar.zst``), from the repository root, and that record's sha256; empty for the
+    #: dictionaries trained before inputs were recorded. ``make dictionary-check`` retrains from them.
+    inputs: str = ""
+    inputs_sha256: str = ""
 
 
 _PACKAGE: Final = "tracepack.data.zstd"
@@ -171,6 +179,22 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         "their sizes (sym_size nodes, symbolic strides, sympy hints); the FlatBuffers column layout weighs twice, "
         "MessagePack once; 512 KiB, k=2048",
         trained_at="9405b5f (its importer and codecs; dictionary_models.py and this entry as of d7339c2)",
+    ),
+    DictionarySpec(
+        name="torch-export-8",
+        dict_id=0x54504B08,
+        file="torch-export-8.dict",
+        sha256="162dea7371eaeb4a97525ed4ad62c2aa8f41ef591c466ca618ceb0777e65ce53",
+        size=512 * 1024,
+        k=2048,
+        codecs=("columnar", "msgpack", "columnar", "flatbuffers-columns", "flatbuffers-columns"),
+        members=("columnar", "msgpack", "flatbuffers-columns"),
+        doc="the programs of torch-export-7 retrained with the code that ships it (reproducible: make "
+        "dictionary-check), what the defaults write: each program in the codecs convert weighs and the member "
+        "pack and tracepack.torch.save write for it in each of them; 512 KiB, k=2048",
+        trained_at="the commit that adds torch-export-8.dict (make dictionary-check finds it with git)",
+        inputs="scripts/torch/dictionary_corpus/torch-export-8.sha256",
+        inputs_sha256="e17970409cf6f04d7a8924afb103485a1a0443122a5dd2923bb7b545c75b6cb3",
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).

@@ -196,3 +196,38 @@ def test_prepared_builtin_writes_the_same_bytes_as_zstd(level: int) -> None:
     fresh = zstandard.ZstdCompressionDict(raw, dict_type=zstandard.DICT_TYPE_FULLDICT)
     assert data[HEADER_SIZE:] == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(plain)
     assert dictionaries.compression_dict(fresh, level) is fresh  # not a built-in object: used as given
+
+
+def test_recorded_training_inputs_hash_as_the_spec_says() -> None:
+    """What CI checks without torch besides `make dictionary-check`: the default dictionary's recorded inputs,
+    read with the standard library's tar and zstd (not tracepack), hash as recorded, and the record as pinned."""
+    import io
+    import tarfile
+
+    spec = dictionaries.TRAINING
+    assert spec.inputs, "the default dictionary records its training inputs"
+    record = ROOT / spec.inputs
+    assert hashlib.sha256(record.read_bytes()).hexdigest() == spec.inputs_sha256
+    corpus = record.with_name(f"{spec.name}.tar.zst")
+    raw = zstandard.ZstdDecompressor().decompress(corpus.read_bytes(), max_output_size=1 << 28)
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        files = [(m.name, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+    lines = record.read_text(encoding="utf-8").splitlines()
+    assert [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in files] == lines
+    for name, data in files:
+        assert json.loads(data)["graph_module"]["graph"]["nodes"], name  # torch.export programs
+        assert b"/work/" not in data  # machine paths neutralised
+        assert b"/tmp/" not in data
+    # the training models' names are dictionary_models.MODELS, in order
+    models = (ROOT / "scripts" / "torch" / "dictionary_models.py").read_text(encoding="utf-8")
+    order = [
+        line.split('"')[1] for line in models.split("MODELS: tuple")[1].splitlines() if line.strip().startswith('("')
+    ]
+    assert [name.removesuffix(".json") for name, _ in files] == order
+
+
+def test_only_the_recorded_dictionaries_claim_reproducibility() -> None:
+    recorded = [d.name for d in dictionaries.BUILTIN if d.inputs]
+    assert dictionaries.DEFAULT in recorded
+    for spec in dictionaries.BUILTIN:
+        assert bool(spec.inputs) == bool(spec.inputs_sha256), spec.name
