@@ -272,7 +272,9 @@ def main() -> None:
             raise SystemExit("no dictionary has recorded training inputs")
         for spec in recorded:
             check(spec)
-        unrecorded = [d.name for d in BUILTIN if d.name.startswith("torch-export-") and not d.inputs]
+        unrecorded = [
+            d.name for d in BUILTIN if d.name.startswith("torch-export-") and not d.inputs and not d.withdrawn
+        ]
         print(
             f"not checked (trained before inputs were recorded; shipped so their files read): {', '.join(unrecorded)}"
         )
