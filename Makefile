@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -107,6 +107,14 @@ executorch-samples: ## Remake tests/data/executorch/ (ETRecord, .pte, ETDump, lo
 	$(ET_VENV)/bin/python scripts/executorch/make_samples.py
 	$(ET_VENV)/bin/python scripts/executorch/make_samples.py --delegate
 	$(BIN)/python scripts/executorch/make_samples.py --profiler
+
+# Not part of test/CI: torch, torchvision, timm and transformers (GBs), in their own environment; REAL_VENV
+# names an existing one instead (then nothing is installed into it).
+REAL_VENV ?= .venv-real
+REAL_PINS := torch==2.14.1 torchvision==0.29.1 timm==1.0.31 transformers==5.24.0
+real-models: ## Export the 18 real third-party models of the size benchmark into .bench/real (own venv; not CI)
+	@test -x $(REAL_VENV)/bin/python || { $(PYTHON) -m venv $(REAL_VENV) && $(REAL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(REAL_PINS); }
+	$(REAL_VENV)/bin/python -W ignore scripts/torch/real_models.py
 
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)
