@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke wheels test test-fast generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,15 @@ demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed aga
 
 smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
 	$(BIN)/python scripts/smoke_wheel.py
+
+WHEELS_STAMP := $(VENV)/.installed-wheels
+$(WHEELS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,wheels]'
+	@touch $@
+
+# The other platforms' wheels: cibuildwheel on each OS's CI runner ([tool.cibuildwheel] in pyproject.toml).
+wheels: $(WHEELS_STAMP) ## Build this machine's platform wheel (manylinux) and the pure-Python wheel into dist/wheels, install and smoke-test each, compare their bytes
+	$(BIN)/python scripts/smoke_wheel.py --wheels
 
 test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profile on CI)
 	$(BIN)/python -m pytest
