@@ -12,7 +12,8 @@ payload's size (:func:`tracepack.codecs.level_for`) and the built-in dictionary;
 * the size ladder of ``bench_sizes`` (``.bench/sizes``, exported there): the same figures;
 * speed: ``tracepack convert`` of the ladder's 10k-node program (``size_10k``) with the defaults against
   ``--level 3`` (the default before issue 26), whole command, CPU time of this process, interleaved
-  (target: at most 1.5x slower).
+  (target: at most 1.5x slower);
+* the README's figures of the real set and the ladder are this run's.
 
 The real set's dictionary is not trained on any of these models (docs/dictionaries.md). Skipped, with
 a note saying how to make them, where the folders are missing.
@@ -24,6 +25,7 @@ import contextlib
 import io
 import json
 import math
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -56,7 +58,29 @@ def _z19(data: bytes) -> int:
     return len(zstandard.ZstdCompressor(level=19).compress(data))
 
 
-def _set(report: Report, label: str, paths: list[Path]) -> None:
+#: The README's figures of this section: README text -> (set, which figure), checked against the run.
+README_FIGURES = re.compile(
+    r"the geometric mean is (?P<real_geo>[0-9.]+)x and the worst (?P<real_worst>[0-9.]+)x; on the size ladder "
+    r"\(8 to 10,245-node exports, static and dynamic\) (?P<ladder_geo>[0-9.]+)x"
+)
+
+
+def _readme(report: Report, figures: dict[str, float]) -> None:
+    """The README's figures (``README_FIGURES``) are this run's, as printed (3 decimals)."""
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    m = README_FIGURES.search(text)
+    stale = ["the README's sentence is gone"] if m is None else []
+    for key, value in figures.items():
+        if m is not None and m.group(key) != f"{value:.3f}":
+            stale.append(f"{key}: README {m.group(key)}x, this run {value:.3f}x")
+    note = "; ".join(stale) or "the README's figures are this run's"
+    report.add(
+        Figure(SECTION, "README: defaults' figures as measured", 1 + len(stale), 1, "x", higher_is_better=False,
+               target=1.0, note=note)
+    )  # fmt: skip
+
+
+def _set(report: Report, label: str, paths: list[Path]) -> tuple[float, float]:
     from tracepack.torch.export.model_json import export_model_json, import_model_json
     from tracepack.torch.pt2 import pack_program
 
@@ -81,6 +105,7 @@ def _set(report: Report, label: str, paths: list[Path]) -> None:
         Figure(SECTION, f"{label}: geometric mean of defaults over {len(ratios)} models", geo, 1.0, "x",
                higher_is_better=False, target=GEOMEAN_TARGET, note=f"worst {max(ratios):.3f}x")
     )  # fmt: skip
+    return geo, max(ratios)
 
 
 def _convert_speed(report: Report, path: Path) -> None:
@@ -110,18 +135,21 @@ def _convert_speed(report: Report, path: Path) -> None:
 
 
 def run(report: Report) -> None:
+    figures: dict[str, float] = {}
     real = sorted(p for p in REAL_DIR.glob("*.json") if p.name != "manifest.json")
     if real:
         versions = json.loads((REAL_DIR / "manifest.json").read_text()).get("versions", {})
         print(f"(real models exported with {', '.join(f'{k} {v}' for k, v in versions.items())})")
-        _set(report, "real", real)
+        figures["real_geo"], figures["real_worst"] = _set(report, "real", real)
     else:
         print(f"(no real models in {REAL_DIR}: `make real-models` exports them, in a venv of their own; skipped)")
     ladder = sorted(LADDER_DIR.glob("size_*.pt2"))
     if ladder:
-        _set(report, "ladder", ladder)
+        figures["ladder_geo"], _ = _set(report, "ladder", ladder)
     else:
         print(f"(no size ladder in {LADDER_DIR}: `python -m benchmarks.run sizes` exports it with torch; skipped)")
+    if len(real) == 18 and len(ladder) == 14:
+        _readme(report, figures)
     big = LADDER_DIR / "size_10k.pt2"
     if big.exists():
         _convert_speed(report, big)
