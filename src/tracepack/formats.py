@@ -118,6 +118,8 @@ def read_document(
             source=source,
             expected=EXPECTED,
         )
+    # Not a .tpk either: what tracepack.loads says of such bytes (spec §1.3 steps 1-2), so every reader
+    # (and `tracepack cat`, the conformance protocol's command) gives one class for them.
     raise ContainerError(
         f"not a format tracepack reads: {describe(data)}", source=source, where="byte 0", expected=EXPECTED
     )
