@@ -51,6 +51,7 @@ __all__ = [
     "InputError",
     "IntegrityError",
     "LegacyFormatError",
+    "NOT_DECODE_ERRORS",
     "NotFoundError",
     "SchemaError",
     "TracepackError",
@@ -174,6 +175,11 @@ def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> str:
     """`` (did you mean 'a', 'b'?)`` for the close matches of ``name`` among ``candidates``, else ``""``."""
     close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+#: The errors about input bytes that are ``ValueError``s besides :class:`DecodeError` (since issue 26): code
+#: that turns a ``ValueError`` of a library into one of tracepack's re-raises these first, unchanged.
+NOT_DECODE_ERRORS: tuple[type[InputError], ...] = (ContainerError, VersionError, LegacyFormatError, SchemaError)
 
 
 class EncodeError(TracepackError):
