@@ -10,8 +10,9 @@ module path (:class:`~tracepack.Document` and :class:`~tracepack.lazy.LazyDocume
 The filters, all optional and combined with *and*:
 
 ``op``
-    the node's target, as dotted words: ``linear`` matches ``torch.ops.aten.linear.default``, and so do
-    ``aten.linear`` and the full name; ``lin`` does not.
+    the node's target, as dotted words, spelled as any torch tool prints it: ``linear`` matches
+    ``torch.ops.aten.linear.default``, and so do ``aten.linear``, the full name, the profiler's
+    ``aten::linear`` and ``aten::linear.default``; ``lin`` does not (:mod:`tracepack.analysis.ops`).
 ``module``
     a module path (``blocks.0.attn``, as in ``nn_module_stack`` and ``named_modules()``): nodes made
     inside that module or any submodule of it. ``""`` is the root, which every node is in.
@@ -101,9 +102,9 @@ class NodeFilter:
     def _op_matches(self, target: str) -> bool:
         if self.op is None:
             return True
-        want = self.op.split(".")
-        parts = target.split(".")
-        return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+        from tracepack.analysis.ops import op_matches
+
+        return op_matches(self.op, target)
 
     def _module_matches(self, path: str) -> bool:
         if self.module is None:
@@ -116,19 +117,11 @@ class NodeFilter:
         file, line = parse_source(self.source)
         return any(_file_matches(f.file, file) and (line is None or f.line == line) for f in frames)
 
-    def _handle_op_matches(self, op: str) -> bool:
-        """A TorchScript op (``aten::linear``) against ``--op``: ``linear``, ``aten.linear``, ``aten::linear``."""
-        if self.op is None:
-            return True
-        want = self.op.replace("::", ".").split(".")
-        parts = op.replace("::", ".").split(".")
-        return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
-
     def __call__(self, node: Any, path: str | None = None) -> bool:
         """Whether ``node`` passes; ``path`` is its module path when the caller already has it."""
         if self.match is not None and re.search(self.match, node.name) is None:
             return False
-        if not (self._handle_op_matches if isinstance(node, HandleView) else self._op_matches)(node.target):
+        if not self._op_matches(node.target):  # a handle's op too: aten::linear
             return False
         if self.module is not None and not self._module_matches(_node_module_path(node) if path is None else path):
             return False

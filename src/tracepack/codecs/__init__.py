@@ -168,15 +168,23 @@ class Encoded(NamedTuple):
     dict_id: int
     data: bytes
 
+    @property
+    def block_checksums(self) -> bool:
+        """Whether the file has a block table (container flag bit 0)."""
+        from tracepack.container import read_header
+
+        return read_header(self.data).block_checksums
+
     def describe(self) -> str:
-        """``columnar, zstd -19, dictionary 1414548232 (torch-export-8)`` (or ``msgpack, none``): what
-        ``convert`` prints."""
+        """``columnar, zstd -19, dictionary 1414548232 (torch-export-8)`` (or ``msgpack, none``, and
+        ``, block checksums`` when the file has them): what ``convert`` prints."""
         from tracepack import dictionaries
 
+        blocks = ", block checksums" if self.block_checksums else ""
         if self.compression == "none":
-            return f"{self.codec}, none"
+            return f"{self.codec}, none{blocks}"
         used = f", dictionary {dictionaries.describe(self.dict_id)}" if self.dict_id else ""
-        return f"{self.codec}, {self.compression} -{self.level}{used}"
+        return f"{self.codec}, {self.compression} -{self.level}{used}{blocks}"
 
 
 def encode_best(
@@ -187,6 +195,7 @@ def encode_best(
     level: int | None = None,
     zstd_dict: zstandard.ZstdCompressionDict | str | None = AUTO,
     version: tuple[int, int] | None = None,
+    block_checksums: bool | None = None,
 ) -> Encoded:
     """``doc`` as container bytes with tracepack's defaults: what ``tracepack convert`` writes for a torch
     input, and ``tracepack.torch.save`` and ``tracepack pack`` for their member.
@@ -198,7 +207,9 @@ def encode_best(
       within :data:`TRIAL_MARGIN` of the smallest are compressed again at their level, so a big document
       pays level 19 (or 9) once, not once per codec;
     * dictionary: ``zstd_dict`` (a dictionary, a built-in's name or None); :data:`AUTO` is the built-in one
-      for the document (:func:`tracepack.dictionaries.default_for`), which readers need no file for.
+      for the document (:func:`tracepack.dictionaries.default_for`), which readers need no file for;
+    * ``block_checksums`` as :func:`tracepack.container.pack` takes it (``None``: on for uncompressed
+      FlatBuffers only), orthogonal to the rest: the choice weighs the files as written, tables included.
 
     The bytes depend on the document and these rules only (not on timing), so a conversion is repeatable.
     """
@@ -221,7 +232,13 @@ def encode_best(
 
     def pack(codec: str, lvl: int) -> bytes:
         return container.pack(
-            payloads[codec], schema_version=target, codec=codec, compression=compression, level=lvl, zstd_dict=zdict
+            payloads[codec],
+            schema_version=target,
+            codec=codec,
+            compression=compression,
+            level=lvl,
+            zstd_dict=zdict,
+            block_checksums=block_checksums,
         )
 
     if compression != "zstd":
