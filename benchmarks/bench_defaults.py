@@ -13,7 +13,8 @@ payload's size (:func:`tracepack.codecs.level_for`) and the built-in dictionary;
 * speed: ``tracepack convert`` of the ladder's 10k-node program (``size_10k``) with the defaults against
   ``--level 3`` (the default before issue 26), whole command, CPU time of this process, interleaved
   (target: at most 1.5x slower);
-* the README's figures of the real set and the ladder are this run's.
+* the sizes are the committed record's (``benchmarks/results/defaults.json``, written by
+  ``python -m benchmarks.run defaults --record``), whose figures the README quotes (tests/readme checks).
 
 The real set's dictionary is not trained on any of these models (docs/dictionaries.md). Skipped, with
 a note saying how to make them, where the folders are missing.
@@ -25,7 +26,6 @@ import contextlib
 import io
 import json
 import math
-import re
 import time
 import zipfile
 from pathlib import Path
@@ -33,7 +33,7 @@ from pathlib import Path
 import zstandard
 
 import tracepack
-from benchmarks.report import Figure, Report
+from benchmarks.report import RESULTS, Figure, Report, recorded
 from tracepack.codecs import encode_best
 
 SECTION = "defaults"
@@ -58,29 +58,30 @@ def _z19(data: bytes) -> int:
     return len(zstandard.ZstdCompressor(level=19).compress(data))
 
 
-#: The README's figures of this section: README text -> (set, which figure), checked against the run.
-README_FIGURES = re.compile(
-    r"the geometric mean is (?P<real_geo>[0-9.]+)x and the worst (?P<real_worst>[0-9.]+)x; on the size ladder "
-    r"\(8 to 10,245-node exports, static and dynamic\) (?P<ladder_geo>[0-9.]+)x"
-)
-
-
-def _readme(report: Report, figures: dict[str, float]) -> None:
-    """The README's figures (``README_FIGURES``) are this run's, as printed (3 decimals)."""
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    m = README_FIGURES.search(text)
-    stale = ["the README's sentence is gone"] if m is None else []
-    for key, value in figures.items():
-        if m is not None and m.group(key) != f"{value:.3f}":
-            stale.append(f"{key}: README {m.group(key)}x, this run {value:.3f}x")
-    note = "; ".join(stale) or "the README's figures are this run's"
+def _recorded(report: Report) -> None:
+    """This run's sizes are the committed ones (``benchmarks/results/defaults.json``, which the README's
+    figures are checked against by tests/readme): the sizes are the same bytes every run, so any
+    difference means the code or the models changed and the record (and the docs) must be redone with
+    ``python -m benchmarks.run defaults --record``. The convert timing is recorded but not compared."""
+    committed = recorded(SECTION)
+    ours = [f for f in report.figures if f.section == SECTION and f.unit != "s"]
+    stale = [] if committed else [f"no {RESULTS.name}/{SECTION}.json"]
+    for f in ours:
+        row = committed.get(f.name)
+        if row is None:
+            stale.append(f"{f.name}: not recorded")
+        elif not (math.isclose(row["value"], f.value, rel_tol=1e-9) and math.isclose(row["baseline"], f.baseline)):
+            was, now = f"{row['value']:g} vs {row['baseline']:g}", f"{f.value:g} vs {f.baseline:g}"
+            stale.append(f"{f.name}: recorded {was}, this run {now}")
+    stale += [f"{name}: recorded, not in this run" for name in committed.keys() - {f.name for f in report.figures}]
+    note = "; ".join(stale[:3]) + (f" (+{len(stale) - 3} more)" if len(stale) > 3 else "")
     report.add(
-        Figure(SECTION, "README: defaults' figures as measured", 1 + len(stale), 1, "x", higher_is_better=False,
-               target=1.0, note=note)
+        Figure(SECTION, "recorded sizes (benchmarks/results) are this run's", 1 + len(stale), 1, "x",
+               higher_is_better=False, target=1.0, note=note or "the record (and the README's figures) are this run's")
     )  # fmt: skip
 
 
-def _set(report: Report, label: str, paths: list[Path]) -> tuple[float, float]:
+def _set(report: Report, label: str, paths: list[Path]) -> None:
     from tracepack.torch.export.model_json import export_model_json, import_model_json
     from tracepack.torch.pt2 import pack_program
 
@@ -105,7 +106,6 @@ def _set(report: Report, label: str, paths: list[Path]) -> tuple[float, float]:
         Figure(SECTION, f"{label}: geometric mean of defaults over {len(ratios)} models", geo, 1.0, "x",
                higher_is_better=False, target=GEOMEAN_TARGET, note=f"worst {max(ratios):.3f}x")
     )  # fmt: skip
-    return geo, max(ratios)
 
 
 def _convert_speed(report: Report, path: Path) -> None:
@@ -135,21 +135,20 @@ def _convert_speed(report: Report, path: Path) -> None:
 
 
 def run(report: Report) -> None:
-    figures: dict[str, float] = {}
     real = sorted(p for p in REAL_DIR.glob("*.json") if p.name != "manifest.json")
     if real:
         versions = json.loads((REAL_DIR / "manifest.json").read_text()).get("versions", {})
         print(f"(real models exported with {', '.join(f'{k} {v}' for k, v in versions.items())})")
-        figures["real_geo"], figures["real_worst"] = _set(report, "real", real)
+        _set(report, "real", real)
     else:
         print(f"(no real models in {REAL_DIR}: `make real-models` exports them, in a venv of their own; skipped)")
     ladder = sorted(LADDER_DIR.glob("size_*.pt2"))
     if ladder:
-        figures["ladder_geo"], _ = _set(report, "ladder", ladder)
+        _set(report, "ladder", ladder)
     else:
         print(f"(no size ladder in {LADDER_DIR}: `python -m benchmarks.run sizes` exports it with torch; skipped)")
-    if len(real) == 18 and len(ladder) == 14:
-        _readme(report, figures)
     big = LADDER_DIR / "size_10k.pt2"
     if big.exists():
         _convert_speed(report, big)
+    if len(real) == 18 and len(ladder) == 14 and not report.recording:
+        _recorded(report)
