@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -73,6 +73,9 @@ $(WHEELS_STAMP): $(STAMP)
 # The other platforms' wheels: cibuildwheel on each OS's CI runner ([tool.cibuildwheel] in pyproject.toml).
 wheels: $(WHEELS_STAMP) ## Build this machine's platform wheel (manylinux) and the pure-Python wheel into dist/wheels, install and smoke-test each, compare their bytes
 	$(BIN)/python scripts/smoke_wheel.py --wheels
+
+wheels-config: $(WHEELS_STAMP) ## Check that [tool.cibuildwheel] builds the release set (cibuildwheel lists it; no build; CI)
+	$(BIN)/python scripts/smoke_wheel.py --cibuildwheel-config
 
 test: $(STAMP) venv-torch venv-ray ## Run the whole test suite (thorough hypothesis profile on CI)
 	$(BIN)/python -m pytest

@@ -20,6 +20,11 @@ smoke-tests it as above, and checks that the C loops, the Python loops of the sa
 platforms' wheels are cibuildwheel's (``[tool.cibuildwheel]`` in pyproject.toml), whose test step runs
 ``--installed``: the checks of an installed wheel in the current interpreter.
 
+``--cibuildwheel-config`` (``make wheels-config``, in CI) checks that configuration without building:
+``cibuildwheel --print-build-identifiers`` for Linux, macOS and Windows must list exactly the release
+set (CPython 3.10-3.13; manylinux and musllinux x86_64 and aarch64, macOS x86_64 and arm64, Windows
+AMD64 and ARM64), and the test command must be this script's ``--installed`` with the C loops required.
+
 Exit status 0 when every check passes; otherwise the first failure, on one line, and 1.
 """
 
@@ -353,6 +358,49 @@ def wheels(tmp: Path) -> str:
     )
 
 
+#: The release set: the platform wheels cibuildwheel builds, by ``--platform``.
+PYTHONS = ("cp310", "cp311", "cp312", "cp313")
+PLATFORM_TAGS = {
+    "linux": ("manylinux_x86_64", "manylinux_aarch64", "musllinux_x86_64", "musllinux_aarch64"),
+    "macos": ("macosx_x86_64", "macosx_arm64"),
+    "windows": ("win_amd64", "win_arm64"),
+}
+
+
+def cibuildwheel_config() -> str:
+    """``[tool.cibuildwheel]`` of pyproject.toml, as cibuildwheel itself reads it, builds the release set."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
+    if tool.get("test-command") != "python {project}/scripts/smoke_wheel.py --installed":
+        raise SmokeError(
+            f"[tool.cibuildwheel] test-command is {tool.get('test-command')!r}, not this script's --installed"
+        )
+    for name, table in [("", tool), *((f".{p}", tool.get(p, {})) for p in PLATFORM_TAGS)]:
+        env = table.get("environment")
+        if env is not None and env.get("TRACEPACK_REQUIRE_C") != "1":
+            raise SmokeError(
+                f"[tool.cibuildwheel{name}] environment does not require the C loops (TRACEPACK_REQUIRE_C=1)"
+            )
+    exe = Path(sys.executable).parent / "cibuildwheel"
+    if not exe.exists():
+        raise SmokeError("cibuildwheel is not installed (`make wheels-config` installs it)")
+    count = 0
+    for platform, tags in PLATFORM_TAGS.items():
+        # the variables a CI runner may set would change the answer: the file alone is checked
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CIBW_")}
+        out = run([str(exe), "--print-build-identifiers", "--platform", platform, str(ROOT)], cwd=ROOT, env=env)
+        got = set(out.split())
+        want = {f"{py}-{tag}" for py in PYTHONS for tag in tags}
+        if got != want:
+            missing, extra = sorted(want - got), sorted(got - want)
+            raise SmokeError(
+                f"cibuildwheel --platform {platform}: missing {missing or 'none'}, extra {extra or 'none'}"
+            )
+        count += len(got)
+    return f"[tool.cibuildwheel] builds the release set: {count} platform wheels (Linux, macOS, Windows; 3.10-3.13)"
+
+
 def installed() -> str:
     """The checks of an installed wheel, in this interpreter (cibuildwheel's test step)."""
     with tempfile.TemporaryDirectory(prefix="tracepack-installed-") as tmp:
@@ -370,12 +418,18 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--wheels", action="store_true", help="build, install and compare the release wheels")
     mode.add_argument("--installed", action="store_true", help="check the tracepack installed here (cibuildwheel)")
+    mode.add_argument(
+        "--cibuildwheel-config", action="store_true", help="check [tool.cibuildwheel] lists the release set (no build)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tracepack-smoke-") as tmp:
         start = time.perf_counter()
         try:
             if args.installed:
                 print(f"smoke_wheel: OK: {installed()}")
+                return 0
+            if args.cibuildwheel_config:
+                print(f"smoke_wheel: OK: {cibuildwheel_config()}")
                 return 0
             if args.wheels:
                 what = wheels(Path(tmp))
