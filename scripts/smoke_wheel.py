@@ -369,6 +369,8 @@ PLATFORM_TAGS = {
 
 def cibuildwheel_config() -> str:
     """``[tool.cibuildwheel]`` of pyproject.toml, as cibuildwheel itself reads it, builds the release set."""
+    if sys.version_info < (3, 11):
+        raise SmokeError("checking [tool.cibuildwheel] needs Python 3.11+ (tomllib; cibuildwheel runs on 3.11+)")
     import tomllib
 
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
@@ -384,7 +386,7 @@ def cibuildwheel_config() -> str:
             )
     exe = Path(sys.executable).parent / "cibuildwheel"
     if not exe.exists():
-        raise SmokeError("cibuildwheel is not installed (`make wheels-config` installs it)")
+        raise SmokeError("cibuildwheel is not installed (`make wheels-config` installs it on Python 3.11+)")
     count = 0
     for platform, tags in PLATFORM_TAGS.items():
         # the variables a CI runner may set would change the answer: the file alone is checked
