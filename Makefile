@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -77,7 +77,7 @@ wheels: $(WHEELS_STAMP) ## Build this machine's platform wheel (manylinux) and t
 wheels-config: $(WHEELS_STAMP) ## Check that [tool.cibuildwheel] builds the release set (cibuildwheel lists it; no build; CI)
 	$(BIN)/python scripts/smoke_wheel.py --cibuildwheel-config
 
-test: $(STAMP) venv-torch venv-ray ## Run the whole test suite (thorough hypothesis profile on CI)
+test: $(STAMP) venv-torch venv-ray cpp cpp-asan ## Run the whole test suite (thorough hypothesis profile on CI), the C++ reader's included
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
@@ -105,7 +105,36 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP) venv-ray ## Run the benchmarks; figures are ratios against a baseline in the same run
+# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root).
+cpp-deps:
+	@if ! command -v $(CXX) >/dev/null 2>&1 || ! printf '#include <zstd.h>\n#include <zlib.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev; \
+		else \
+			echo "make cpp needs g++, libzstd-dev and zlib1g-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
+		fi; \
+	fi
+
+cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracepack cat`); installs g++/libzstd if missing
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build
+
+cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
+
+# The vectors the C++ reader runs: `cat` on all of them; `trace` joins with the lazy reader (branch cpplazy),
+# which sets CPP_VECTORS to '.' (every vector).
+CPP_VECTORS ?= ^(?!.*(^|/|-)trace(-|/|$$))
+CPP_DAMAGED ?= ^(?=invalid/)(?!.*(^|/|-)trace(-|/|$$))
+SANITIZERS := ASAN_OPTIONS=abort_on_error=0:exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=86:print_stacktrace=1
+
+conformance-cpp: $(STAMP) cpp cpp-asan ## The conformance suite against build/tracepack-cpp (exact places), its damaged vectors under ASan/UBSan
+	$(BIN)/python -m conformance.run --impl build/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_VECTORS)'
+	$(SANITIZERS) $(BIN)/python -m conformance.run --impl build/asan/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_DAMAGED)'
+
+ci-cpp: $(STAMP) conformance-cpp ## All of the C++ reader's checks alone (apt deps, builds, conformance, tests/cpp: differential, ASan/UBSan)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cpp
+
+bench: $(STAMP) venv-ray cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run
 
 FUZZ_CASES ?= 2000
@@ -193,5 +222,5 @@ executorch-dictionary-check: ## Fail unless the ExecuTorch corpus retrains into 
 	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
 	$(BIN)/python scripts/executorch/train_dictionary.py --check
 
-clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+clean: ## Remove the virtual environment, caches and build/
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build
