@@ -45,7 +45,14 @@ def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str,
 
 def test_the_shorter_roads_are_taken_on_this_torch() -> None:
     serde = importlib.import_module("torch._export.serde.serialize")
-    assert deserializer.patched(serde, fast=True).features == ("sympy", "fake_tensors", "unbacked", "lazy_root")
+    assert deserializer.patched(serde, fast=True).features == (
+        "sympy",
+        "fake_tensors",
+        "replay",
+        "nodes",
+        "unbacked",
+        "lazy_root",
+    )
     assert deserializer.patched(serde, fast=False).features == ("sympy",)
 
 

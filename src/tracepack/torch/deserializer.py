@@ -229,12 +229,42 @@ def _build(serde: Any, fast: bool) -> Patched:
     g["sympy"] = _SympyRouter()
     base = serde.GraphModuleDeserializer
     methods: dict[str, Any] = {"_parse_sym_expr": _rebind(base._parse_sym_expr, g)}
+    #: per-load helpers made with each deserializer: name -> (deserializer -> helper or None)
+    helpers: dict[str, Callable[[Any], Any]] = {}
 
     if fast:
         maker = _fake_tensor_maker(serde)
         if maker is not None:
             methods["deserialize_tensor_meta"] = maker
             features.append("fake_tensors")
+            from tracepack.torch import fake
+
+            if fake.checked(serde):
+                parse = methods["_parse_sym_expr"]
+
+                def replayed(self: Any, tensor_meta: Any) -> Any:
+                    # made on first use: the shape environment and fake mode exist by then
+                    f = self.__dict__.get("_tracepack_fake")
+                    if f is None:
+                        f = self.__dict__["_tracepack_fake"] = fake.factory(serde, self, maker)
+                    return f(tensor_meta)
+
+                def parse_and_invalidate(self: Any, *args: Any, **kwargs: Any) -> Any:
+                    try:
+                        return parse(self, *args, **kwargs)
+                    finally:
+                        _invalidate(self)
+
+                methods["deserialize_tensor_meta"] = replayed
+                methods["_parse_sym_expr"] = parse_and_invalidate
+                features.append("replay")
+
+        from tracepack.torch import nodes
+
+        if nodes.checked(serde):
+            torchs = {n: getattr(base, n) for n in ("deserialize_node", "deserialize_metadata", "deserialize_operator")}
+            helpers["nodes"] = lambda d: nodes.node_builder(serde, d, torchs, lambda: _invalidate(d))
+            features.append("nodes")
 
         graph_fn = base.deserialize_graph
         shapes = g.get("symbolic_shapes")
@@ -288,11 +318,24 @@ def _build(serde: Any, fast: bool) -> Patched:
         d = base(*args, **kwargs)
         for name, fn in methods.items():
             setattr(d, name, types.MethodType(fn, d))
+        make_nodes = helpers.get("nodes")
+        builder = None if make_nodes is None else make_nodes(d)
+        if builder is not None:
+            d.deserialize_node = builder.deserialize_node
+            d.deserialize_metadata = builder.deserialize_metadata
+            d.deserialize_operator = builder.deserialize_operator
         return d
 
     g["GraphModuleDeserializer"] = make_graph_deserializer
     run = _rebind(serde.ExportedProgramDeserializer.deserialize, g)
     return Patched(deserialize=run, state=state, features=tuple(features))
+
+
+def _invalidate(d: Any) -> None:
+    """torch's own code ran on ``d``: the fake tensor memo reuses nothing computed before."""
+    f = d.__dict__.get("_tracepack_fake")
+    if f is not None:
+        f.invalidate()
 
 
 def patched(serde: Any, *, fast: bool | None = None) -> Patched:
