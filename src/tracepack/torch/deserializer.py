@@ -78,6 +78,9 @@ class Patched:
     state: threading.local
     #: the shorter roads in use (names as in the module docs)
     features: tuple[str, ...]
+    #: example inputs given as bytes are unpickled inside torch's deserializer by ``state.artifact``
+    #: (otherwise the caller unpickles them first: fake tensors among them cannot be made then)
+    inputs_inside: bool = False
 
 
 _LOCK = threading.Lock()
@@ -281,37 +284,49 @@ def _build(serde: Any, fast: bool) -> Patched:
             methods["deserialize_graph"] = _rebind(graph_fn, {**g, "symbolic_shapes": quiet})
             features.append("unbacked")
 
-        lazy = _lazy_graph_module()
-        top = base.deserialize
+    # GraphModuleDeserializer.deserialize, rebound: example inputs given as bytes are unpickled by the
+    # loader's safe unpickler (``state.artifact``), not torch's (which falls back to a full unpickle),
+    # and where the installed torch allows, the graph module it hands to ExportedProgram is lazy.
+    top = base.deserialize
+    inputs_inside = {"_CURRENT_DESERIALIZER", "deserialize_torch_artifact"} <= set(top.__code__.co_names)
+    if inputs_inside:
+        torchs_artifact = serde.deserialize_torch_artifact
+
+        def artifact(serialized: Any) -> Any:
+            load = getattr(state, "artifact", None)
+            if load is None or isinstance(serialized, (dict, tuple)) or len(serialized) == 0:
+                return torchs_artifact(serialized)  # no bytes to unpickle: torch's own answer
+            out = load(serialized)
+            if not isinstance(out, (tuple, dict)):
+                raise AssertionError(f"expected tuple or dict, got {type(out).__name__}")
+            return out
+
+        gd = {**g, "deserialize_torch_artifact": artifact, "_CURRENT_DESERIALIZER": None}
+        lazy = _lazy_graph_module() if fast else None
         ep = g.get("ep")
-        if (
-            lazy is not None
-            and ep is not None
-            and hasattr(ep, "_create_graph_module_for_export")
-            and {"ep", "_create_graph_module_for_export", "_CURRENT_DESERIALIZER"} <= set(top.__code__.co_names)
-        ):
+        if lazy is not None and ep is not None and hasattr(ep, "_create_graph_module_for_export"):
 
             def lazy_root(root: Any, graph: Any) -> Any:
                 return lazy(root, graph)  # ExportedProgram builds (and compiles) its own from it
 
-            gd = {**g, "ep": _Proxy(ep, _create_graph_module_for_export=lazy_root), "_CURRENT_DESERIALIZER": None}
-            inner = _rebind(top, gd)
-
-            def deserialize(self: Any, *args: Any, **kwargs: Any) -> Any:
-                # torch's code sets the module global _CURRENT_DESERIALIZER (read by pickled fake
-                # tensors in the metadata): rebound, it would set ``gd``'s; set torch's here.
-                if serde._CURRENT_DESERIALIZER is not None:
-                    raise AssertionError("_CURRENT_DESERIALIZER is already set")
-                serde._CURRENT_DESERIALIZER = self
-                gd["_CURRENT_DESERIALIZER"] = None
-                try:
-                    return inner(self, *args, **kwargs)
-                finally:
-                    serde._CURRENT_DESERIALIZER = None
-                    gd["_CURRENT_DESERIALIZER"] = None
-
-            methods["deserialize"] = deserialize
+            gd["ep"] = _Proxy(ep, _create_graph_module_for_export=lazy_root)
             features.append("lazy_root")
+        inner = _rebind(top, gd)
+
+        def deserialize(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # torch's code sets the module global _CURRENT_DESERIALIZER (read by pickled fake
+            # tensors in the example inputs and metadata): rebound, it would set ``gd``'s; set torch's here.
+            if serde._CURRENT_DESERIALIZER is not None:
+                raise AssertionError("_CURRENT_DESERIALIZER is already set")
+            serde._CURRENT_DESERIALIZER = self
+            gd["_CURRENT_DESERIALIZER"] = None
+            try:
+                return inner(self, *args, **kwargs)
+            finally:
+                serde._CURRENT_DESERIALIZER = None
+                gd["_CURRENT_DESERIALIZER"] = None
+
+        methods["deserialize"] = deserialize
 
     def make_graph_deserializer(*args: Any, **kwargs: Any) -> Any:
         # torch's class is final (a metaclass refuses subclasses): the methods are the instance's own.
@@ -328,7 +343,7 @@ def _build(serde: Any, fast: bool) -> Patched:
 
     g["GraphModuleDeserializer"] = make_graph_deserializer
     run = _rebind(serde.ExportedProgramDeserializer.deserialize, g)
-    return Patched(deserialize=run, state=state, features=tuple(features))
+    return Patched(deserialize=run, state=state, features=tuple(features), inputs_inside=inputs_inside)
 
 
 def _invalidate(d: Any) -> None:

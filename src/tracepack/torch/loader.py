@@ -43,7 +43,23 @@ from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, V
 from tracepack.io.zip import check_member, open_zip
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
-__all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
+__all__ = ["ArchiveMismatch", "ArchiveRefused", "load_pt2", "load_program_dict", "safe_sympy_text"]
+
+
+class ArchiveRefused(LegacyFormatError, RuntimeError):
+    """An archive ``torch.export.load`` refuses with a ``RuntimeError`` (a member it needs is missing,
+    the zip's format version is not one torch reads): also a ``RuntimeError``, for code written
+    around ``torch.export.load``."""
+
+
+class ArchiveMismatch(LegacyFormatError, ValueError):
+    """An ``archive_version`` other than the one the installed torch writes: torch's ``ValueError``
+    and message, also a ``ValueError``."""
+
+
+class ArchiveFormatError(LegacyFormatError, AssertionError):
+    """An ``archive_format`` other than ``pt2`` (torch: ``AssertionError("Invalid archive format")``)."""
+
 
 _MODEL = re.compile(r"models/([^/]+)\.json")
 
@@ -340,6 +356,66 @@ def _weights_only(z: _Zip, rel: str, *, trust: bool, what: str) -> Any:
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
+#: The zip format versions (``.data/version``) torch's PyTorchStreamReader reads (caffe2's
+#: kMinSupportedFileFormatVersion and kMaxSupportedFileFormatVersion, 1 and 10 from torch 1.x through 2.15).
+_ZIP_VERSIONS = range(1, 11)
+_SPACE = " \t\n\v\f\r"
+
+
+def _stoull(text: str) -> int | None:
+    """``std::stoull(text)`` as torch's C++ reader parses ``.data/version``: leading white space, a sign,
+    base-10 digits, anything after them ignored, a negative value wrapped to 64 bits. None where it
+    raises (no digits); an out-of-range value is returned as it is (the caller refuses it)."""
+    rest = text.lstrip(_SPACE)
+    sign = 1
+    if rest[:1] in ("+", "-"):
+        sign = -1 if rest[0] == "-" else 1
+        rest = rest[1:]
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if digits == 0:
+        return None
+    value = int(rest[:digits])
+    return value if sign == 1 or value >= 2**64 else (-value) % 2**64
+
+
+def _check_archive(z: _Zip, c: Any, model: str) -> None:
+    """What ``torch.export.load`` checks before it reads a program, in its order: the zip format
+    version torch's C++ reader accepts, ``archive_format``, ``archive_version``, the program's example
+    inputs member. Each refusal is a :class:`~tracepack.errors.LegacyFormatError` that is also the
+    exception torch raises there."""
+    rel = ".data/version" if z.has(".data/version") else "version"
+    if not z.has(rel):
+        raise ArchiveRefused(
+            "no such member (torch's reader needs the zip format version)", source=z.where(".data/version")
+        )
+    version = _stoull(z.text(rel))
+    if version is None or version not in _ZIP_VERSIONS:
+        raise ArchiveRefused(
+            f"zip format version {z.text(rel)[:20]!r} is not one torch reads",
+            source=z.where(rel),
+            expected=f"{_ZIP_VERSIONS.start} to {_ZIP_VERSIONS.stop - 1}",
+        )
+    if not z.has(c.ARCHIVE_FORMAT_PATH):
+        raise ArchiveRefused("no such member", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="a torch.export .pt2")
+    if z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
+        raise ArchiveFormatError(
+            "not a pt2 archive (torch: Invalid archive format)",
+            source=z.where(c.ARCHIVE_FORMAT_PATH),
+            expected=c.ARCHIVE_FORMAT_VALUE,
+        )
+    if not z.has(c.ARCHIVE_VERSION_PATH):
+        raise ArchiveRefused("no such member", source=z.where(c.ARCHIVE_VERSION_PATH), expected="a torch.export .pt2")
+    found = z.text(c.ARCHIVE_VERSION_PATH)
+    if found != c.ARCHIVE_VERSION_VALUE:
+        raise ArchiveMismatch(
+            f"Saved archive version {found[:40]} does not match our current archive version {c.ARCHIVE_VERSION_VALUE}.",
+            source=z.where(c.ARCHIVE_VERSION_PATH),
+        )
+    inputs = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
+    if not z.has(inputs):
+        raise ArchiveRefused("no such member (torch reads every program's example inputs)", source=z.where(inputs))
+
+
 def _payload_config(z: _Zip, rel: str) -> Any:
     return converters().convert("PayloadConfig", _json(z.read(rel), z.where(rel)), source=z.where(rel))
 
@@ -497,19 +573,49 @@ def _program(z: _Zip, model: str) -> Any:
 
 
 def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs: Any, *, source: str,
-                expected_opset_version: dict[str, int] | None = None) -> Any:  # fmt: skip
+                expected_opset_version: dict[str, int] | None = None, trust_pickles: bool = False,
+                inputs_source: str = "<example inputs>") -> Any:  # fmt: skip
     """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse and the
-    shorter roads of :mod:`tracepack.torch.deserializer`."""
+    shorter roads of :mod:`tracepack.torch.deserializer`. ``example_inputs`` given as bytes (the
+    archive's member) are unpickled inside the deserializer, as torch does, by :func:`example_inputs`."""
     from tracepack.torch.deserializer import patched
 
     serde = importlib.import_module("torch._export.serde.serialize")
     rebound = patched(serde)
     rebound.state.sympy = _CachedSympy(serde.sympy, source)
+    rebound.state.artifact = lambda data: example_inputs_of(data, trust=trust_pickles, source=inputs_source)
+    if not rebound.inputs_inside and isinstance(example_inputs, (bytes, bytearray)) and example_inputs:
+        example_inputs = example_inputs_of(bytes(example_inputs), trust=trust_pickles, source=inputs_source)
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
     finally:
         rebound.state.sympy = None
+        rebound.state.artifact = None
+
+
+def example_inputs_of(data: bytes, *, trust: bool, source: str) -> Any:
+    """A program's pickled example inputs, unpickled while torch's deserializer is current.
+
+    torch's data-only unpickler (``weights_only=True``), which also accepts torch's own
+    ``_reconstruct_fake_tensor``: example inputs that are fake tensors (non-strict export with a fake
+    mode) are stored as that call on a JSON tensor description, which the current deserializer makes
+    into a fake tensor in its fake mode (symbolic expressions checked like every other). Anything
+    else that unpickler refuses needs ``trust``, then loads as torch loads it (``weights_only=False``).
+    """
+    torch = _torch()
+    serde = importlib.import_module("torch._export.serde.serialize")
+    allowed = [f for f in (getattr(serde, "_reconstruct_fake_tensor", None),) if f is not None]
+    safe_globals = getattr(torch.serialization, "safe_globals", None)
+    try:
+        if safe_globals is None or not allowed:
+            return torch.load(io.BytesIO(data), weights_only=True)
+        with safe_globals(allowed):
+            return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:
+        if not trust:
+            raise _refuse(source, "example inputs needs more than torch's weights_only unpickler") from exc
+    return torch.load(io.BytesIO(data), weights_only=False)
 
 
 def load_pt2(
@@ -546,8 +652,6 @@ def load_pt2(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        if z.has(c.ARCHIVE_FORMAT_PATH) and z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
-            raise LegacyFormatError("not a pt2 archive", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="pt2")
         models = sorted(m.group(1) for rel in z.infos if (m := _MODEL.fullmatch(rel)))
         if model not in models:
             held = f" (it holds {', '.join(repr(m) for m in models)}: pass model= to choose one)" if models else ""
@@ -556,18 +660,14 @@ def load_pt2(
                 source=z.where(f"models/{model}.json"),
                 expected=f"a torch.export .pt2 (models/{model}.json)",
             )
+        _check_archive(z, c, model)
         rel = f"models/{model}.json"
         serialized = load_program_dict(_program(z, model), z.where(rel))
         state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)
         constants = _constants(z, model, serde, c, trust=trust_pickles)
         inputs_rel = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
-        example_inputs: Any = None
-        if z.has(inputs_rel):
-            example_inputs = (
-                b""
-                if z.size(inputs_rel) == 0
-                else _weights_only(z, inputs_rel, trust=trust_pickles, what="example inputs")
-            )
+        # Unpickled by the deserializer, as torch does: fake tensors in them are made in its fake mode.
+        example_inputs = z.read(inputs_rel)
         if extra_files is not None:
             for rel_name in z.infos:
                 if rel_name.startswith(c.EXTRA_DIR):
@@ -579,6 +679,8 @@ def load_pt2(
             example_inputs,
             source=z.where(rel),
             expected_opset_version=expected_opset_version,
+            trust_pickles=trust_pickles,
+            inputs_source=z.where(inputs_rel),
         )
     finally:
         if collecting:
