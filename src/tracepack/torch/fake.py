@@ -146,13 +146,14 @@ class _Replay:
     """The memo of one load: what ``SymNode`` operations and checks gave, per operand value.
 
     Every distinct node value met while making tensors (a size or stride expression with its hint,
-    a constant, an operation's result) gets a subclass of ``SymNode`` of its own, whose methods
-    answer from that value's memo: ``add(other)`` by ``other``'s class, a check by its name,
-    ``maybe_as_int`` from the value. A result is one node shared by every tensor (results are
-    intermediate values that nothing keeps), except the storage size, which each tensor keeps: its
-    first node becomes a plain ``SymNode`` and each later use of its operation gets a plain copy
-    (:meth:`finish`). Sizes and strides are fresh nodes per tensor, of their value's class while the
-    tensor is made, plain ``SymNode`` afterwards.
+    a constant, an operation's result) gets a subclass of ``SymNode`` of its own (one shared base
+    class per load holds the methods; a value's class holds its memo), whose methods answer from
+    that value's memo: ``add(other)`` by ``other``'s class, a check by its name, ``maybe_as_int``
+    from the value. A result is one node shared by every tensor (results are intermediate values
+    that nothing keeps), except the storage size, which each tensor keeps: its first node becomes a
+    plain ``SymNode`` and each later use of its operation gets a plain copy (:meth:`finish`). Sizes
+    and strides are fresh nodes per tensor, of their value's class while the tensor is made, plain
+    ``SymNode`` afterwards.
 
     The memo holds while the shape environment stays in one state (:meth:`state`, and any parse
     of an expression, which may constrain ranges): a change drops it.
@@ -167,7 +168,6 @@ class _Replay:
         #: token -> the value's class (leaves ``(expr_str, hint)``, constants ``("int", n)``, results
         #: ``(token, operation, other's token)``)
         self.classes: dict[Any, type] = {}
-        self.owned: set[type] = set()
         #: wrap_int(n) -> the shared constant node
         self.constants: dict[int, Any] = {}
         #: id(shared result node) -> (its memo, its key, its fields when made)
@@ -176,6 +176,7 @@ class _Replay:
         self.changed = False
         #: nodes of this tensor's sizes and strides (plain ``SymNode`` again when it is made)
         self.leaves: list[Any] = []
+        self.base = self._base_class()
 
     def state(self) -> tuple[int, ...]:
         """What the shape environment's answers depend on, summarised (compared, never inspected)."""
@@ -192,7 +193,6 @@ class _Replay:
 
     def _drop(self) -> None:
         self.classes.clear()
-        self.owned.clear()
         self.constants.clear()
         self.origin.clear()
         self.changed = False
@@ -211,7 +211,7 @@ class _Replay:
             node.__class__ = plain
         self.leaves.clear()
         node = getattr(kept, "node", None)
-        if node is not None and type(node) in self.owned:
+        if node is not None and isinstance(node, self.base):
             found = self.origin.pop(id(node), None)
             node.__class__ = plain
             if found is None:
@@ -237,32 +237,37 @@ class _Replay:
     def value_class(self, token: Any, fields: dict[str, Any]) -> type:
         cls = self.classes.get(token)
         if cls is None:
-            cls = self.classes[token] = self._make_class(token, fields)
-            self.owned.add(cls)
+            probe = self.symnode.__new__(self.symnode)
+            probe.__dict__.update(fields)
+            namespace = {
+                "__slots__": (),
+                "_tracepack_token": token,
+                "_tracepack_memo": {},
+                "_tracepack_as_int": self.symnode.maybe_as_int(probe),
+            }
+            cls = self.classes[token] = type(self.symnode.__name__, (self.base,), namespace)
         return cls
 
-    def _share(self, node: Any, token: Any, memo: dict[Any, Any], key: Any) -> None:
+    def share(self, node: Any, token: Any, memo: dict[Any, Any], key: Any) -> None:
         fields = dict(node.__dict__)
         node.__class__ = self.value_class(token, fields)
         memo[key] = node
         self.origin[id(node)] = (memo, key, fields)
 
-    def _make_class(self, token: Any, fields: dict[str, Any]) -> type:
+    def _base_class(self) -> type:
+        """The methods every value class of this load shares (each reads its class's memo)."""
         replay = self
         symnode = self.symnode
-        owned = self.owned
-        #: (operation, other's class) -> result node (or _Fresh); check name -> answer
-        memo: dict[Any, Any] = {}
-        probe = symnode.__new__(symnode)
-        probe.__dict__.update(fields)
-        as_int = symnode.maybe_as_int(probe)
-        namespace: dict[str, Any] = {"__slots__": (), "_tracepack_token": token}
+        namespace: dict[str, Any] = {"__slots__": ()}
 
         def binary(name: str) -> Callable[..., Any]:
             real = getattr(symnode, name)
 
             def op(self: Any, other: Any) -> Any:
-                key = (name, type(other))
+                cls = type(self)
+                other_cls = type(other)
+                memo = cls._tracepack_memo
+                key = (name, other_cls)
                 hit = memo.get(key)
                 if hit is not None:
                     if type(hit) is _Fresh:
@@ -273,8 +278,8 @@ class _Replay:
                 out = real(self, other)
                 if replay.state() != replay.last:
                     replay.changed = True
-                elif type(out) is symnode and type(other) in owned:
-                    replay._share(out, (token, name, type(other)._tracepack_token), memo, key)
+                elif type(out) is symnode and isinstance(other, replay.base):
+                    replay.share(out, (cls._tracepack_token, name, other_cls._tracepack_token), memo, key)
                 return out
 
             op.__name__ = name
@@ -284,6 +289,7 @@ class _Replay:
             real = getattr(symnode, name)
 
             def op(self: Any, *args: Any) -> Any:
+                memo = type(self)._tracepack_memo
                 hit = memo.get(name, _SENTINEL)
                 if hit is not _SENTINEL:
                     return hit
@@ -303,11 +309,11 @@ class _Replay:
                 return hit
             out = symnode.wrap_int(self, num)
             if type(num) is int and type(out) is symnode:
-                replay._share(out, ("int", num), replay.constants, num)
+                replay.share(out, ("int", num), replay.constants, num)
             return out
 
         def maybe_as_int(self: Any) -> Any:
-            return as_int
+            return type(self)._tracepack_as_int
 
         for name in _BINARY:
             namespace[name] = binary(name)
@@ -356,34 +362,28 @@ class FakeTensors:
             return kit.wrap(self.mode, kit.empty(sizes, strides, dtype, self.mode), device, requires_grad)
         key = (sizes, strides)
         found = self.shapes.get(key)
-        replay = self.replay
         if found is None:
-            # The first tensor of this shape: its sizes and strides parsed by torch (with all that does to
-            # the shape environment), then made with the replaying nodes (filling the memo).
+            # The first tensor of this shape is made as torch makes it (its sizes and strides parsed by
+            # torch, with all that does to the shape environment); later ones are replayed.
             sym_int = self.d.deserialize_sym_int
             made_sizes = [x if type(x) is int else sym_int(v) for x, v in zip(sizes, dm["sizes"], strict=True)]
             made_strides = [x if type(x) is int else sym_int(v) for x, v in zip(strides, dm["strides"], strict=True)]
             self.invalidate()
             size_templates = self._templates(sizes, made_sizes)
             stride_templates = self._templates(strides, made_strides)
-            if size_templates is None or stride_templates is None:
-                return self.torchs(self.d, tm)
-            self.shapes[key] = (size_templates, stride_templates)
-            replay.begin()
-            for x, s in zip(sizes + strides, made_sizes + made_strides, strict=True):
-                if type(x) is not int:
-                    replay.adopt(getattr(s, "node", None), x)
+            if size_templates is not None and stride_templates is not None:
+                self.shapes[key] = (size_templates, stride_templates)
             self.made += 1
-        else:
-            replay.begin()
-            symint = kit.symint
-            made_sizes = [
-                x if type(t) is int else symint(replay.leaf(t, x)) for x, t in zip(sizes, found[0], strict=True)
-            ]
-            made_strides = [
-                x if type(t) is int else symint(replay.leaf(t, x)) for x, t in zip(strides, found[1], strict=True)
-            ]
-            self.replayed += 1
+            elem = kit.empty(tuple(made_sizes), tuple(made_strides), dtype, self.mode)
+            return kit.wrap(self.mode, elem, device, requires_grad)
+        replay = self.replay
+        replay.begin()
+        symint = kit.symint
+        made_sizes = [x if type(t) is int else symint(replay.leaf(t, x)) for x, t in zip(sizes, found[0], strict=True)]
+        made_strides = [
+            x if type(t) is int else symint(replay.leaf(t, x)) for x, t in zip(strides, found[1], strict=True)
+        ]
+        self.replayed += 1
         kept: Any = None
         try:
             elem = kit.empty(tuple(made_sizes), tuple(made_strides), dtype, self.mode)
@@ -427,6 +427,7 @@ class _Kit:
         self.devices: dict[str, Any] = {"cpu": torch.device("cpu")}
         self.meta = torch.device("meta")
         self.empty_strided = torch.empty_strided
+        self.dispatch_depth = torch._C._len_torch_dispatch_stack
         self.make_subclass = torch.Tensor._make_subclass
         self.throw_on_mutable = torch._C._set_throw_on_mutable_data_ptr
         self.warn_on_mutable = torch._C._set_warn_deprecated_on_mutable_data_ptr
@@ -451,6 +452,11 @@ class _Kit:
         )
 
     def empty(self, sizes: Any, strides: Any, dtype: Any, mode: Any) -> Any:
+        """The meta tensor ``FakeTensorMode`` makes for ``empty_strided``: inside
+        ``in_kernel_invocation_manager``, which keeps any dispatch mode from seeing the call (and flags
+        the fake mode busy); with no dispatch mode active, the same call without it."""
+        if self.dispatch_depth() == 0 and not mode.in_kernel_invocation:
+            return self.empty_strided(sizes, strides, dtype=dtype, device=self.meta)
         with self.manager(mode):
             return self.empty_strided(sizes, strides, dtype=dtype, device=self.meta)
 
