@@ -126,6 +126,7 @@ class NodeBuilder:
         self.operators: dict[str, Any] = {}
         self.plans: dict[Any, _Plan | None] = {}
         self.nn_module_stacks: dict[str, dict[str, Any]] = {}
+        self.module_entries: dict[str, tuple[str, Any]] = {}
         self.source_fn_stacks: dict[str, list[Any]] = {}
         self.torch_fns: dict[str, Any] = {}
         self.fast = 0
@@ -147,7 +148,7 @@ class NodeBuilder:
         if text := metadata.get("nn_module_stack"):
             stack = self.nn_module_stacks.get(text)
             if stack is None:
-                stack = self.nn_module_stacks[text] = self._torchs_meta("nn_module_stack", text)
+                stack = self.nn_module_stacks[text] = self._module_stack(text)
             ret["nn_module_stack"] = dict(stack)
         if text := metadata.get("source_fn_stack"):
             fns = self.source_fn_stacks.get(text)
@@ -167,6 +168,21 @@ class NodeBuilder:
 
     def _torchs_meta(self, key: str, text: str) -> Any:
         return self.torchs["deserialize_metadata"](self.d, {key: text})[key]
+
+    def _module_stack(self, text: str) -> dict[str, Any]:
+        """torch's parse of an ``nn_module_stack`` string: its ``;``-separated entries each parsed once
+        per load by torch's own code (deeper layers repeat their parents' entries); anything unusual
+        (an empty entry) as torch parses the whole string, errors included."""
+        entries: list[Any] = []
+        for item in text.split(self.kit.st_delimiter):
+            entry = self.module_entries.get(item)
+            if entry is None:
+                parsed = self._torchs_meta("nn_module_stack", item) if item else None
+                if not parsed or len(parsed) != 1:
+                    return dict(self._torchs_meta("nn_module_stack", text))
+                entry = self.module_entries[item] = next(iter(parsed.items()))
+            entries.append(entry)
+        return dict(entries)
 
     def deserialize_node(self, serialized_node: Any, target: Any) -> None:
         kit = self.kit
@@ -204,7 +220,19 @@ class NodeBuilder:
         args, kwargs = self._arguments(nd["inputs"], plan)
         fx_node = self._create_node(d.graph, target, args, kwargs, name)
         if len(outputs) == 1 and (v := outputs[0].__dict__["as_tensor"]) is not None:
-            d.sync_fx_node(v.__dict__["name"], fx_node)
+            # torch's sync_fx_node, without renaming a node to the name it has (a rename re-files the node
+            # in the graph's lookup table where it already is, the last one made)
+            value_name = v.__dict__["name"]
+            named = d.serialized_name_to_node
+            if value_name in named:
+                raise self.kit.serialize_error(f"Node {value_name} has already been deserialized before.")
+            if fx_node.name != value_name or d.graph.owning_module is not None:
+                fx_node.name = value_name
+            named[value_name] = fx_node
+            meta = fx_node.meta
+            if "val" in meta:
+                raise AssertionError(f"fx_node {value_name} already has 'val' in meta")
+            meta["val"] = d.serialized_name_to_meta[value_name]
         else:
             d.deserialize_outputs(serialized_node, fx_node)
         meta = fx_node.meta
@@ -394,6 +422,8 @@ class _Kit:
         self.layouts = serde._SERIALIZE_TO_TORCH_LAYOUT
         self.memory_formats = serde._SERIALIZE_TO_TORCH_MEMORY_FORMAT
         self.deserialize_device = serde.deserialize_device
+        self.serialize_error = serde.SerializeError
+        self.st_delimiter = serde.ST_DELIMITER
         aten = torch.ops.aten
         #: operators torch's deserialize_node treats apart: symbolic ones, and those that change the shape
         #: environment after the node is made
