@@ -34,8 +34,10 @@ import io
 import os
 import re
 import stat
+import struct
 import tokenize
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -55,6 +57,11 @@ class ArchiveRefused(LegacyFormatError, RuntimeError):
 class ArchiveMismatch(LegacyFormatError, ValueError):
     """An ``archive_version`` other than the one the installed torch writes: torch's ``ValueError``
     and message, also a ``ValueError``."""
+
+
+class OlderArchive(Exception):
+    """Internal: the archive is one :mod:`tracepack.torch.upgrade` reads (a flat archive of torch
+    2.1-2.7, or a program of an older schema); raised by :func:`load_pt2` only when asked to check."""
 
 
 class ArchiveFormatError(LegacyFormatError, AssertionError):
@@ -108,6 +115,8 @@ class _Zip:
             raise LegacyFormatError("no such member", source=self.where(rel))
         check_member(info, self.where(rel))
         buf = bytearray(info.file_size)
+        if info.compress_type == zipfile.ZIP_STORED and self._read_stored(info, buf):
+            return buf
         try:
             with self.zip.open(info) as f:
                 got = f.readinto(buf)  # type: ignore[attr-defined]
@@ -117,6 +126,41 @@ class _Zip:
         if got != info.file_size or extra:
             raise LegacyFormatError("member size does not match the zip directory", source=self.where(rel))
         return buf
+
+    def _read_stored(self, info: zipfile.ZipInfo, buf: bytearray) -> bool:
+        """An uncompressed member read straight into ``buf`` (what ``ZipFile.open`` does for one, without
+        its per-member file object): the local header checked as zipfile checks it, the bytes read,
+        their CRC-32 compared with the directory's. False where zipfile's own reader is needed (an
+        encrypted member, a header that differs from the directory: it says what is wrong)."""
+        fp = self.zip.fp
+        if fp is None or info.flag_bits & 0x61:  # encrypted or patched: zipfile says it cannot
+            return False
+        fp.seek(info.header_offset)
+        header = fp.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            return False
+        flags, method = struct.unpack("<HH", header[6:10])
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        if flags & 0x1 or method != zipfile.ZIP_STORED:
+            return False
+        try:
+            name = fp.read(name_length).decode("utf-8" if flags & 0x800 else "cp437")
+        except UnicodeDecodeError:
+            return False
+        if name != info.orig_filename:
+            return False
+        fp.seek(extra_length, io.SEEK_CUR)
+        got = fp.readinto(buf)  # type: ignore[attr-defined]
+        if got != info.file_size:
+            raise LegacyFormatError("member size does not match the zip directory", source=self.where_info(info))
+        if zlib.crc32(buf) != info.CRC:
+            raise LegacyFormatError(
+                f"cannot read member: Bad CRC-32 for file {info.filename!r}", source=self.where_info(info)
+            )
+        return True
+
+    def where_info(self, info: zipfile.ZipInfo) -> str:
+        return f"{self.source}:{info.filename}"
 
     def text(self, rel: str) -> str:
         try:
@@ -558,11 +602,18 @@ def load_program_dict(program: Any, source: str) -> Any:
     return converters().convert("ExportedProgram", program, source=source)
 
 
-def _program(z: _Zip, model: str) -> Any:
+def _program(z: _Zip, model: str, *, older: bool = False) -> Any:
     from tracepack.torch import pt2
 
     rel = f"models/{model}.json"
     program = _json(z.read(rel), z.where(rel))
+    if older:
+        from tracepack.torch.export.schema_versions import schema_version_of
+        from tracepack.torch.upgrade import installed_schema
+
+        version = schema_version_of(program)
+        if version is not None and version < installed_schema():
+            raise OlderArchive
     tpk = f"{pt2.MEMBER_DIR}{model}.tpk"
     if z.has(tpk):
         import tracepack
@@ -625,8 +676,10 @@ def load_pt2(
     expected_opset_version: dict[str, int] | None = None,
     trust_pickles: bool = False,
     model: str = "model",
+    older: bool = False,
 ) -> Any:
-    """See :func:`tracepack.torch.load`."""
+    """See :func:`tracepack.torch.load`. ``older``: raise :class:`OlderArchive` for an archive the upgrade
+    reads instead (decided from what this load reads anyway: the zip directory and the program)."""
     _torch()  # first: without torch, say which extra installs it
     serde = importlib.import_module("torch._export.serde.serialize")
     source = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<stream>")
@@ -646,7 +699,12 @@ def load_pt2(
             raise InputError(f"cannot read: {exc.strerror}", source=str(source)) from None
         if not stat.S_ISREG(mode):
             raise InputError("not a regular file", source=str(source))
-    z = _Zip(f, str(source))
+    try:
+        z = _Zip(f, str(source))
+    except LegacyFormatError:
+        if older:
+            raise OlderArchive from None  # perhaps a flat archive; the upgrade decides (and says what is wrong)
+        raise
     # Loading makes hundreds of thousands of small objects and no garbage cycles worth collecting
     # midway: the cyclic collector's full passes over them cost up to a third of the time.
     collecting = gc.isenabled()
@@ -662,7 +720,8 @@ def load_pt2(
             )
         _check_archive(z, c, model)
         rel = f"models/{model}.json"
-        serialized = load_program_dict(_program(z, model), z.where(rel))
+        program = _program(z, model, older=older)
+        serialized = load_program_dict(program, z.where(rel))
         state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)
         constants = _constants(z, model, serde, c, trust=trust_pickles)
         inputs_rel = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
