@@ -47,6 +47,10 @@ __all__ = ["FAST", "Patched", "patched"]
 #: Use the shorter roads where the installed torch allows them (tests turn this off to compare).
 FAST = True
 
+#: Shorter roads left out even where the installed torch allows them (the benchmark times the loader
+#: without ``replay`` and ``nodes``, as it was before them; tests take each road apart).
+SKIP: frozenset[str] = frozenset()
+
 #: The globals torch's ``deserialize_tensor_meta`` reads (torch 2.6 through 2.15); another set means
 #: torch changed how it makes fake tensors, and its own code runs.
 _TENSOR_META_NAMES = frozenset(
@@ -84,7 +88,7 @@ class Patched:
 
 
 _LOCK = threading.Lock()
-_PATCHED: dict[bool, Patched] = {}
+_PATCHED: dict[tuple[bool, frozenset[str]], Patched] = {}
 
 
 def _rebind(fn: Any, g: dict[str, Any]) -> Any:
@@ -219,7 +223,7 @@ def _lazy_graph_module() -> Any:
     return cls if isinstance(cls, type) and hasattr(cls, "real_recompile") else None
 
 
-def _build(serde: Any, fast: bool) -> Patched:
+def _build(serde: Any, fast: bool, skip: frozenset[str] = frozenset()) -> Patched:
     g = dict(vars(serde))
     state = threading.local()
     features: list[str] = ["sympy"]
@@ -242,7 +246,7 @@ def _build(serde: Any, fast: bool) -> Patched:
             features.append("fake_tensors")
             from tracepack.torch import fake
 
-            if fake.checked(serde):
+            if "replay" not in skip and fake.checked(serde):
                 parse = methods["_parse_sym_expr"]
 
                 def replayed(self: Any, tensor_meta: Any) -> Any:
@@ -264,7 +268,7 @@ def _build(serde: Any, fast: bool) -> Patched:
 
         from tracepack.torch import nodes
 
-        if nodes.checked(serde):
+        if "nodes" not in skip and nodes.checked(serde):
             torchs = {n: getattr(base, n) for n in ("deserialize_node", "deserialize_metadata", "deserialize_operator")}
             helpers["nodes"] = lambda d: nodes.node_builder(serde, d, torchs, lambda: _invalidate(d))
             features.append("nodes")
@@ -353,11 +357,12 @@ def _invalidate(d: Any) -> None:
         f.invalidate()
 
 
-def patched(serde: Any, *, fast: bool | None = None) -> Patched:
-    """torch's deserializer rebound (built once per process and ``fast`` setting)."""
+def patched(serde: Any, *, fast: bool | None = None, skip: frozenset[str] | None = None) -> Patched:
+    """torch's deserializer rebound (built once per process, ``fast`` and ``skip`` setting)."""
     fast = FAST if fast is None else fast
+    skip = SKIP if skip is None else skip
     with _LOCK:
-        found = _PATCHED.get(fast)
+        found = _PATCHED.get((fast, skip))
         if found is None:
-            found = _PATCHED[fast] = _build(serde, fast)
+            found = _PATCHED[(fast, skip)] = _build(serde, fast, skip)
     return found
