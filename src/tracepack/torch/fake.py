@@ -142,6 +142,22 @@ class _Fresh:
         self.fields = fields
 
 
+class _Constants(dict[Any, Any]):
+    """``wrap_int``'s answers: a constant node per integer, made by torch's ``wrap_int`` on first use."""
+
+    def __init__(self, replay: _Replay) -> None:
+        super().__init__()
+        self.replay = replay
+
+    def __missing__(self, num: Any) -> Any:
+        replay = self.replay
+        symnode = replay.symnode
+        out = symnode.wrap_int(replay.probe, num)
+        if type(num) is int and type(out) is symnode:
+            replay.share(out, ("int", num), self, num)
+        return out
+
+
 class _Replay:
     """The memo of one load: what ``SymNode`` operations and checks gave, per operand value.
 
@@ -168,8 +184,8 @@ class _Replay:
         #: token -> the value's class (leaves ``(expr_str, hint)``, constants ``("int", n)``, results
         #: ``(token, operation, other's token)``)
         self.classes: dict[Any, type] = {}
-        #: wrap_int(n) -> the shared constant node
-        self.constants: dict[int, Any] = {}
+        #: wrap_int(n) -> the shared constant node (made by torch's wrap_int on first use)
+        self.constants = _Constants(self)
         #: id(shared result node) -> (its memo, its key, its fields when made)
         self.origin: dict[int, tuple[dict[Any, Any], Any, dict[str, Any]]] = {}
         #: a real operation changed the shape environment: the memo is dropped after this tensor
@@ -177,6 +193,9 @@ class _Replay:
         #: nodes of this tensor's sizes and strides (plain ``SymNode`` again when it is made)
         self.leaves: list[Any] = []
         self.base = self._base_class()
+        #: a node of this load's shape environment, for torch's wrap_int (which reads only that)
+        self.probe = symnode.__new__(symnode)
+        self.probe.__dict__["shape_env"] = shape_env
 
     def state(self) -> tuple[int, ...]:
         """What the shape environment's answers depend on, summarised (compared, never inspected)."""
@@ -237,15 +256,22 @@ class _Replay:
     def value_class(self, token: Any, fields: dict[str, Any]) -> type:
         cls = self.classes.get(token)
         if cls is None:
-            probe = self.symnode.__new__(self.symnode)
+            symnode = self.symnode
+            probe = symnode.__new__(symnode)
             probe.__dict__.update(fields)
+            # What torch's C++ asks most (tens of times a tensor), answered without a Python frame: the
+            # bound ``__next__`` of an endless repeat of the value's answer (a method-wrapper, not bound
+            # again as a method), and ``wrap_int`` as the constants' dict lookup.
             namespace = {
                 "__slots__": (),
                 "_tracepack_token": token,
                 "_tracepack_memo": {},
-                "_tracepack_as_int": self.symnode.maybe_as_int(probe),
+                "maybe_as_int": itertools.repeat(symnode.maybe_as_int(probe)).__next__,
+                "is_int": itertools.repeat(symnode.is_int(probe)).__next__,
+                "is_bool": itertools.repeat(symnode.is_bool(probe)).__next__,
+                "wrap_int": self.constants.__getitem__,
             }
-            cls = self.classes[token] = type(self.symnode.__name__, (self.base,), namespace)
+            cls = self.classes[token] = type(symnode.__name__, (self.base,), namespace)
         return cls
 
     def share(self, node: Any, token: Any, memo: dict[Any, Any], key: Any) -> None:
@@ -303,24 +329,10 @@ class _Replay:
             op.__name__ = name
             return op
 
-        def wrap_int(self: Any, num: int) -> Any:
-            hit = replay.constants.get(num) if type(num) is int else None
-            if hit is not None:
-                return hit
-            out = symnode.wrap_int(self, num)
-            if type(num) is int and type(out) is symnode:
-                replay.share(out, ("int", num), replay.constants, num)
-            return out
-
-        def maybe_as_int(self: Any) -> Any:
-            return type(self)._tracepack_as_int
-
         for name in _BINARY:
             namespace[name] = binary(name)
         for name in _CHECKS:
             namespace[name] = check(name)
-        namespace["wrap_int"] = wrap_int
-        namespace["maybe_as_int"] = maybe_as_int
         return type(symnode.__name__, (symnode,), namespace)
 
 
