@@ -14,6 +14,16 @@ module's globals) so that a few steps take a shorter road to the same result:
     tensor made inside ``in_kernel_invocation_manager``, wrapped in a ``FakeTensor`` on the
     requested device); here it is called directly. Static sizes are read without the union
     accessors.
+``replay``
+    (on top of ``fake_tensors``) the first value of each dtype, device and symbolic shape is made
+    that way; every later one gets fresh size and stride nodes equal to the first's without
+    parsing its strings again, and the symbolic arithmetic ``empty_strided`` does on them (storage
+    size, checks) answers from a memo of this load while the shape environment does not change
+    (:mod:`tracepack.torch.fake`). Torch's ``_parse_sym_expr`` tells the memo whenever it runs.
+``nodes``
+    a node calling an ATen operator is built as ``deserialize_node`` builds it, with its operator,
+    argument plan and metadata strings looked up once per load (:mod:`tracepack.torch.nodes`);
+    every other node goes through torch's method.
 ``lazy_root``
     ``GraphModuleDeserializer.deserialize`` builds a ``GraphModule`` only to hand it to
     ``ExportedProgram``, which builds its own from it (after replacing the graph's code generator)
@@ -28,9 +38,15 @@ module's globals) so that a few steps take a shorter road to the same result:
 Each step other than ``sympy`` is used only when the installed torch has what it relies on, checked
 once per process: the names the rebound code uses, the shape of torch's own function (the fake
 tensor step compares the names torch's ``deserialize_tensor_meta`` uses with the ones it was
-written against), and a trial (the fake tensor step makes a tensor both ways and compares them).
-Otherwise torch's code runs as it is. :data:`FAST` switches all of them off (tests load every file
-both ways and compare with ``torch.export.load``).
+written against; ``nodes`` those of every method it replaces), and a trial (the fake tensor steps
+make tensors both ways and compare them, their shared nodes and storages and the shape
+environment they leave). Otherwise torch's code runs as it is. :data:`FAST` switches all of them
+off and :data:`SKIP` some (tests load every file both ways and compare with ``torch.export.load``).
+
+On every road, ``GraphModuleDeserializer.deserialize`` is rebound too: example inputs given as the
+archive's bytes are unpickled inside it (where torch unpickles them, so fake tensors among them are
+made in the program's fake mode) by the loader's safe unpickler, never torch's (which falls back to
+a full unpickle).
 """
 
 from __future__ import annotations
@@ -42,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FAST", "Patched", "patched"]
+__all__ = ["FAST", "SKIP", "Patched", "patched"]
 
 #: Use the shorter roads where the installed torch allows them (tests turn this off to compare).
 FAST = True
@@ -257,10 +273,11 @@ def _build(serde: Any, fast: bool, skip: frozenset[str] = frozenset()) -> Patche
                     return f(tensor_meta)
 
                 def parse_and_invalidate(self: Any, *args: Any, **kwargs: Any) -> Any:
-                    try:
+                    f = self.__dict__.get("_tracepack_fake")
+                    if f is None:
                         return parse(self, *args, **kwargs)
-                    finally:
-                        _invalidate(self)
+                    with f.watching():  # a parse that changed the shape environment drops the memo
+                        return parse(self, *args, **kwargs)
 
                 methods["deserialize_tensor_meta"] = replayed
                 methods["_parse_sym_expr"] = parse_and_invalidate

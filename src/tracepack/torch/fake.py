@@ -35,11 +35,12 @@ they leave) and returns ``None`` otherwise (torch's own code then runs).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["FakeTensors", "factory"]
@@ -186,8 +187,10 @@ class _Replay:
         self.classes: dict[Any, type] = {}
         #: wrap_int(n) -> the shared constant node (made by torch's wrap_int on first use)
         self.constants = _Constants(self)
-        #: id(shared result node) -> (its memo, its key, its fields when made)
-        self.origin: dict[int, tuple[dict[Any, Any], Any, dict[str, Any]]] = {}
+        #: id(shared result node) -> (its memo, its key)
+        self.origin: dict[int, tuple[dict[Any, Any], Any]] = {}
+        #: bumped when the memo is dropped: a value class of an older generation is reset when met
+        self.generation = 0
         #: a real operation changed the shape environment: the memo is dropped after this tensor
         self.changed = False
         #: nodes of this tensor's sizes and strides (plain ``SymNode`` again when it is made)
@@ -211,7 +214,8 @@ class _Replay:
         )
 
     def _drop(self) -> None:
-        self.classes.clear()
+        # The value classes stay (a class costs kilobytes): each is reset when its value is next met.
+        self.generation += 1
         self.constants.clear()
         self.origin.clear()
         self.changed = False
@@ -236,8 +240,9 @@ class _Replay:
             if found is None:
                 self.changed = True  # not a node this memo made: trust nothing of it
             else:
-                memo, key, fields = found
-                memo[key] = _Fresh(fields)
+                memo, key = found
+                # its fields as torch's SymNode() leaves them (the expression cache empty)
+                memo[key] = _Fresh({**node.__dict__, "_expr_ver": -1, "_expr_cache": None})
         if self.changed:
             self._drop()
 
@@ -255,30 +260,35 @@ class _Replay:
 
     def value_class(self, token: Any, fields: dict[str, Any]) -> type:
         cls = self.classes.get(token)
+        if cls is not None and cls._tracepack_generation == self.generation:  # type: ignore[attr-defined]
+            return cls
+        symnode = self.symnode
+        probe = symnode.__new__(symnode)
+        probe.__dict__.update(fields)
+        # What torch's C++ asks most (tens of times a tensor), answered without a Python frame: the
+        # bound ``__next__`` of an endless repeat of the value's answer (a method-wrapper, not bound
+        # again as a method), and ``wrap_int`` as the constants' dict lookup.
+        answers = {
+            "_tracepack_generation": self.generation,
+            "_tracepack_memo": {},
+            "maybe_as_int": itertools.repeat(symnode.maybe_as_int(probe)).__next__,
+            "is_int": itertools.repeat(symnode.is_int(probe)).__next__,
+            "is_bool": itertools.repeat(symnode.is_bool(probe)).__next__,
+            "wrap_int": self.constants.__getitem__,
+        }
         if cls is None:
-            symnode = self.symnode
-            probe = symnode.__new__(symnode)
-            probe.__dict__.update(fields)
-            # What torch's C++ asks most (tens of times a tensor), answered without a Python frame: the
-            # bound ``__next__`` of an endless repeat of the value's answer (a method-wrapper, not bound
-            # again as a method), and ``wrap_int`` as the constants' dict lookup.
-            namespace = {
-                "__slots__": (),
-                "_tracepack_token": token,
-                "_tracepack_memo": {},
-                "maybe_as_int": itertools.repeat(symnode.maybe_as_int(probe)).__next__,
-                "is_int": itertools.repeat(symnode.is_int(probe)).__next__,
-                "is_bool": itertools.repeat(symnode.is_bool(probe)).__next__,
-                "wrap_int": self.constants.__getitem__,
-            }
-            cls = self.classes[token] = type(symnode.__name__, (self.base,), namespace)
+            cls = self.classes[token] = type(
+                symnode.__name__, (self.base,), {"__slots__": (), "_tracepack_token": token, **answers}
+            )
+        else:  # met again after the shape environment changed: answers as of now, an empty memo
+            for name, value in answers.items():
+                setattr(cls, name, value)
         return cls
 
     def share(self, node: Any, token: Any, memo: dict[Any, Any], key: Any) -> None:
-        fields = dict(node.__dict__)
-        node.__class__ = self.value_class(token, fields)
+        node.__class__ = self.value_class(token, node.__dict__)
         memo[key] = node
-        self.origin[id(node)] = (memo, key, fields)
+        self.origin[id(node)] = (memo, key)
 
     def _base_class(self) -> type:
         """The methods every value class of this load shares (each reads its class's memo)."""
@@ -346,7 +356,12 @@ class FakeTensors:
         self.torchs = torchs
         self.mode = deserializer.fake_tensor_mode
         self.env = deserializer.shape_env
-        self.replay = _Replay(kit.symnode, self.env)
+        #: made on the first replay (a static program never needs one)
+        self._replay: _Replay | None = None
+        #: bumped whenever torch's own code may have changed the shape environment
+        self.epoch = 0
+        #: inside a watched parse (see :meth:`watching`)
+        self.watched = False
         #: no tracing, logging or translation validation that would see each step (checked per load)
         self.usable = kit.usable(self.env)
         #: shape key -> (sizes, strides) templates: ints, or the fields of a fresh ``SymNode``
@@ -354,10 +369,42 @@ class FakeTensors:
         self.made = 0
         self.replayed = 0
 
+    def environment(self) -> tuple[Any, ...]:
+        """The shape environment's state as far as the memo's answers can depend on it: what
+        :meth:`_Replay.state` summarises, the hints, and every symbol's range (compared by value)."""
+        env = self.env
+        return (
+            env._version_counter,
+            len(env.guards),
+            env.num_deferred_runtime_asserts,
+            len(env.replacements),
+            len(env.size_like),
+            len(getattr(env, "backed_var_to_val", ())),
+            dict(env.var_to_range),
+        )
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around torch's ``_parse_sym_expr`` (it calls itself for every sub-expression: the outermost call
+        is watched): if it changed the shape environment, nothing memoized before is reused."""
+        if self.watched:
+            yield
+            return
+        self.watched = True
+        before = self.environment()
+        try:
+            yield
+        finally:
+            self.watched = False
+            if self.environment() != before:
+                self.invalidate()
+
     def invalidate(self) -> None:
         """torch's own code ran and may have changed the shape environment: no result computed before
         it is reused."""
-        self.replay.epoch += 1
+        self.epoch += 1
+        if self._replay is not None:
+            self._replay.epoch = self.epoch
 
     def __call__(self, tm: Any) -> Any:
         kit = self.kit
@@ -380,7 +427,6 @@ class FakeTensors:
             sym_int = self.d.deserialize_sym_int
             made_sizes = [x if type(x) is int else sym_int(v) for x, v in zip(sizes, dm["sizes"], strict=True)]
             made_strides = [x if type(x) is int else sym_int(v) for x, v in zip(strides, dm["strides"], strict=True)]
-            self.invalidate()
             size_templates = self._templates(sizes, made_sizes)
             stride_templates = self._templates(strides, made_strides)
             if size_templates is not None and stride_templates is not None:
@@ -388,7 +434,10 @@ class FakeTensors:
             self.made += 1
             elem = kit.empty(tuple(made_sizes), tuple(made_strides), dtype, self.mode)
             return kit.wrap(self.mode, elem, device, requires_grad)
-        replay = self.replay
+        replay = self._replay
+        if replay is None:
+            replay = self._replay = _Replay(kit.symnode, self.env)
+            replay.epoch = self.epoch
         replay.begin()
         symint = kit.symint
         made_sizes = [x if type(t) is int else symint(replay.leaf(t, x)) for x, t in zip(sizes, found[0], strict=True)]
@@ -441,6 +490,7 @@ class _Kit:
         self.empty_strided = torch.empty_strided
         self.dispatch_depth = torch._C._len_torch_dispatch_stack
         self.make_subclass = torch.Tensor._make_subclass
+        self.setattr = object.__setattr__
         self.throw_on_mutable = torch._C._set_throw_on_mutable_data_ptr
         self.warn_on_mutable = torch._C._set_warn_deprecated_on_mutable_data_ptr
         self.is_exporting = torch.compiler.is_exporting
@@ -475,6 +525,7 @@ class _Kit:
     def wrap(self, mode: Any, elem: Any, device: Any, requires_grad: bool) -> Any:
         """``FakeTensor(mode, elem, device)``, then ``requires_grad_`` as torch's constructor path gives."""
         unsafe = mode._allow_unsafe_data_ptr_access
+        setattr_ = self.setattr
         fields = self._fields.get((id(mode), unsafe, device))
         if fields is None:
             out = self.fake_tensor(mode, elem, device)
@@ -483,7 +534,10 @@ class _Kit:
             out = self.make_subclass(self.fake_tensor, elem, elem.requires_grad, dispatch_device=True,
                                      device_for_backend_keys=device)  # fmt: skip
             (self.warn_on_mutable if unsafe else self.throw_on_mutable)(out)
-            out.__dict__.update(fields)
+            # one by one, in the order FakeTensor.__new__ sets them (a dict update would give the
+            # instance a dict of its own, twice the size of the shared-key one torch's get)
+            for name, value in fields.items():
+                setattr_(out, name, value)
         if requires_grad:
             out.requires_grad_(True)
         return out
