@@ -720,8 +720,8 @@ def load_pt2(
             )
         _check_archive(z, c, model)
         rel = f"models/{model}.json"
-        program = _program(z, model, older=older)
-        serialized = load_program_dict(program, z.where(rel))
+        # the parsed JSON is freed as soon as it is converted (it is as large as the dataclasses)
+        serialized = load_program_dict(_program(z, model, older=older), z.where(rel))
         state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)
         constants = _constants(z, model, serde, c, trust=trust_pickles)
         inputs_rel = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
