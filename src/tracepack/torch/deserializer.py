@@ -346,6 +346,10 @@ def _build(serde: Any, fast: bool, skip: frozenset[str] = frozenset()) -> Patche
             finally:
                 serde._CURRENT_DESERIALIZER = None
                 gd["_CURRENT_DESERIALIZER"] = None
+                # torch drops the deserializer once this returns; its methods bound to it and its lazy
+                # map's closures make it a reference cycle, whose parts (the fake tensor memo, tables of
+                # every node) would wait for the cyclic collector: let go of them now.
+                self.__dict__.clear()
 
         methods["deserialize"] = deserialize
 

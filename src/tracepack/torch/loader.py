@@ -731,7 +731,7 @@ def load_pt2(
             for rel_name in z.infos:
                 if rel_name.startswith(c.EXTRA_DIR):
                     extra_files[rel_name[len(c.EXTRA_DIR) :]] = z.text(rel_name)
-        return deserialize(
+        program = deserialize(
             serialized,
             state_dict,
             constants,
@@ -741,6 +741,9 @@ def load_pt2(
             trust_pickles=trust_pickles,
             inputs_source=z.where(inputs_rel),
         )
+        # The decoded program goes before the collector is back: its first pass would walk it all.
+        del serialized, state_dict, constants, example_inputs
+        return program
     finally:
         if collecting:
             gc.enable()
