@@ -35,7 +35,9 @@ they leave) and returns ``None`` otherwise (torch's own code then runs).
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import importlib
 import itertools
 import threading
@@ -109,6 +111,9 @@ _SENTINEL = object()
 
 def _dims(values: list[Any]) -> tuple[Any, ...] | None:
     """Sizes or strides of a ``TensorMeta`` as ints and ``(expr_str, hint)`` pairs (None: unusual)."""
+    ints = [v.__dict__.get("as_int") for v in values]
+    if None not in ints and all(type(x) is int for x in ints):
+        return tuple(ints)  # static: the common case, read in one pass
     out: list[Any] = []
     for v in values:
         dv = v.__dict__
@@ -132,6 +137,11 @@ def _dims(values: list[Any]) -> tuple[Any, ...] | None:
             return None
         out.append((text, h))
     return tuple(out)
+
+
+def _static(dims: tuple[Any, ...]) -> bool:
+    """Whether :func:`_dims` gave only ints (symbolic dims are tuples)."""
+    return tuple not in set(map(type, dims))
 
 
 class _Fresh:
@@ -417,7 +427,7 @@ class FakeTensors:
         if sizes is None or strides is None or device is None or dtype is None or not self.usable:
             return self.torchs(self.d, tm)
         requires_grad = dm["requires_grad"]
-        if all(type(x) is int for x in sizes) and all(type(x) is int for x in strides):
+        if _static(sizes) and _static(strides):
             return kit.wrap(self.mode, kit.empty(sizes, strides, dtype, self.mode), device, requires_grad)
         key = (sizes, strides)
         found = self.shapes.get(key)
@@ -491,6 +501,8 @@ class _Kit:
         self.dispatch_depth = torch._C._len_torch_dispatch_stack
         self.make_subclass = torch.Tensor._make_subclass
         self.setattr = object.__setattr__
+        #: runs an iterator to its end in C (``deque(it, maxlen=0)``)
+        self.drain: Callable[[Any], Any] = functools.partial(collections.deque, maxlen=0)
         self.throw_on_mutable = torch._C._set_throw_on_mutable_data_ptr
         self.warn_on_mutable = torch._C._set_warn_deprecated_on_mutable_data_ptr
         self.is_exporting = torch.compiler.is_exporting
@@ -536,8 +548,7 @@ class _Kit:
             (self.warn_on_mutable if unsafe else self.throw_on_mutable)(out)
             # one by one, in the order FakeTensor.__new__ sets them (a dict update would give the
             # instance a dict of its own, twice the size of the shared-key one torch's get)
-            for name, value in fields.items():
-                setattr_(out, name, value)
+            self.drain(map(setattr_, itertools.repeat(out), fields, fields.values()))
         if requires_grad:
             out.requires_grad_(True)
         return out

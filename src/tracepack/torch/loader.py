@@ -464,9 +464,44 @@ def _payload_config(z: _Zip, rel: str) -> Any:
     return converters().convert("PayloadConfig", _json(z.read(rel), z.where(rel)), source=z.where(rel))
 
 
-def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
+class _Records:
+    """What reading a payload config's records looks up, once per load: each dtype code's dtype and
+    item size, each device (torch's ``deserialize_device`` makes a new ``torch.device`` per record)."""
+
+    def __init__(self, serde: Any) -> None:
+        self.serde = serde
+        self.torch = _torch()
+        self.cpu = self.torch.device("cpu")
+        self.dtypes: dict[Any, tuple[Any, int]] = {}
+        self.devices: dict[tuple[Any, Any], Any] = {}
+
+    def dtype(self, code: Any) -> tuple[Any, int]:
+        found = self.dtypes.get(code)
+        if found is None:
+            dtype = self.serde.deserialize_scalar_type(code)
+            found = self.dtypes[code] = (dtype, self.torch.empty((), dtype=dtype).element_size())
+        return found
+
+    def device(self, d: Any) -> Any:
+        dd = d.__dict__
+        key = (dd.get("type"), dd.get("index"))
+        found = self.devices.get(key)
+        if found is None:
+            found = self.devices[key] = self.serde.deserialize_device(d)
+        return found
+
+    def ints(self, values: Any, torchs: Callable[[Any], Any]) -> tuple[int, ...]:
+        """``deserialize_size``/``deserialize_stride``: the ``as_int`` of each (torch's function says
+        what is wrong with anything else)."""
+        out = tuple(v.__dict__.get("as_int") for v in values)
+        if None in out or not all(type(x) is int for x in out):
+            return tuple(torchs(values))
+        return out
+
+
+def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any, records: _Records) -> dict[str, Any]:
     """``path_name -> flat tensor`` for the raw (not pickled) records, each read once (aliases share it)."""
-    torch = _torch()
+    torch = records.torch
     out: dict[str, Any] = {}
     for meta in config.config.values():
         if meta.use_pickle or meta.path_name in out:
@@ -475,21 +510,20 @@ def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
         tm = meta.tensor_meta
         if tm is None:
             raise LegacyFormatError("a raw record without tensor_meta", source=z.where(rel))
-        dtype = serde.deserialize_scalar_type(tm.dtype)
-        device = serde.deserialize_device(tm.device)
+        dtype, itemsize = records.dtype(tm.dtype)
+        device = records.device(tm.device)
         if not z.has(rel):
             raise LegacyFormatError("no such member", source=z.where(rel))
         if z.size(rel) == 0:
-            tensor = torch.zeros(serde.deserialize_size(tm.sizes), dtype=dtype, device=device)
+            tensor = torch.zeros(records.ints(tm.sizes, serde.deserialize_size), dtype=dtype, device=device)
         else:
             buf = z.read_into(rel)
-            itemsize = torch.empty((), dtype=dtype).element_size()
             if len(buf) % itemsize:
                 raise LegacyFormatError(
                     f"{len(buf)} bytes is not a whole number of {dtype} elements", source=z.where(rel)
                 )
             tensor = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
-            if device != torch.device("cpu"):
+            if device != records.cpu:
                 tensor = tensor.to(device)
         if tm.requires_grad:
             tensor.requires_grad_(True)
@@ -497,13 +531,13 @@ def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
     return out
 
 
-def _strided(flat: Any, tm: Any, serde: Any, where: str) -> Any:
-    torch = _torch()
+def _strided(flat: Any, tm: Any, serde: Any, where: str, records: _Records) -> Any:
+    torch = records.torch
     try:
         return torch.as_strided(
             flat,
-            size=serde.deserialize_size(tm.sizes),
-            stride=serde.deserialize_stride(tm.strides),
+            size=records.ints(tm.sizes, serde.deserialize_size),
+            stride=records.ints(tm.strides, serde.deserialize_stride),
             storage_offset=serde.deserialize_storage_offset(tm.storage_offset),
         )
     except RuntimeError as exc:
@@ -530,7 +564,8 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     if not z.has(rel):
         raise LegacyFormatError("no weights config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
-    flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde)
+    records = _Records(serde)
+    flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde, records)
     torch = _torch()
     out: dict[str, Any] = {}
     for fqn, meta in config.config.items():
@@ -538,7 +573,7 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
         if meta.use_pickle:
             out[fqn] = _weights_only(z, member, trust=trust, what=f"weight {fqn!r} stored as a pickle")
             continue
-        tensor = _strided(flat[meta.path_name], meta.tensor_meta, serde, z.where(member))
+        tensor = _strided(flat[meta.path_name], meta.tensor_meta, serde, z.where(member), records)
         if meta.is_param:
             out[fqn] = torch.nn.Parameter(tensor, requires_grad=meta.tensor_meta.requires_grad)
         else:
@@ -554,7 +589,8 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     if not z.has(rel):
         raise LegacyFormatError("no constants config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
-    flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde)
+    records = _Records(serde)
+    flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde, records)
     torch = _torch()
     out: dict[str, Any] = {}
     for fqn, meta in config.config.items():
@@ -564,7 +600,7 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
             if meta.use_pickle:
                 out[fqn] = _weights_only(z, member, trust=trust, what=f"constant {fqn!r} stored as a pickle")
             else:
-                out[fqn] = _strided(flat[path], meta.tensor_meta, serde, z.where(member))
+                out[fqn] = _strided(flat[path], meta.tensor_meta, serde, z.where(member), records)
         elif path.startswith(c.CUSTOM_OBJ_FILENAME_PREFIX):
             if not trust:
                 raise _refuse(z.where(member), f"constant {fqn!r} is a torchbind object")
