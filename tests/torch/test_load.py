@@ -185,9 +185,7 @@ OWN = sorted((RELEASES / ".".join(torch.__version__.split(".")[:2])).glob("*.pt2
 
 #: Every release's archives from 2.6 on (torch 2.13 reads 2.6 and 2.7's flat archives through its legacy path;
 #: 2.1-2.5's no torch of schema 8 reads).
-PACKAGED = sorted(
-    p for p in RELEASES.glob("*/*.pt2") if tuple(int(x) for x in p.parent.name.split(".")) >= (2, 6)
-)
+PACKAGED = sorted(p for p in RELEASES.glob("*/*.pt2") if tuple(int(x) for x in p.parent.name.split(".")) >= (2, 6))
 
 
 @pytest.mark.parametrize("path", PACKAGED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -197,7 +195,7 @@ def test_every_release_file_torch_reads_loads_as_torch_loads_it(path: Path, road
     release's file the installed torch reads; one it cannot read tracepack still loads (upgraded)."""
     try:
         theirs_ep = torch.export.load(path)
-    except Exception:  # noqa: BLE001 - a file this torch cannot read: nothing to compare with
+    except Exception:  # a file this torch cannot read: nothing to compare with
         assert describe(tt.load(path))["code"]
         return
     theirs = describe(theirs_ep)
