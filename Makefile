@@ -62,10 +62,13 @@ test-torch: ## Run tests/torch against another torch release: make test-torch TO
 # PyTorch's own export tests (never copied here) with tracepack in the loop, against the same tests
 # without it (scripts/torch/dropin_suite.py; docs/torch-load.md has the figures).
 #   make torch-suite TORCH_EXPORT_TESTS=/path/to/pytorch/test/export   (a source tree of torch 2.13.0)
+# TORCH_EXPORT_FILES picks the files (default: test_serialize.py test_serdes.py test_export.py, the last sampled).
 TORCH_EXPORT_TESTS ?=
+TORCH_EXPORT_FILES ?=
 torch-suite: $(TORCH_STAMP) ## PyTorch's export tests with tracepack pack+load in the loop: TORCH_EXPORT_TESTS=.../test/export
 	@test -n "$(TORCH_EXPORT_TESTS)" || { echo "make torch-suite: set TORCH_EXPORT_TESTS to test/export of a PyTorch $(TORCH_PIN) source tree" >&2; exit 2; }
-	$(BIN)/python scripts/torch/dropin_suite.py "$(TORCH_EXPORT_TESTS)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check expecttest   # torch.testing._internal imports it
+	$(BIN)/python scripts/torch/dropin_suite.py "$(TORCH_EXPORT_TESTS)" $(TORCH_EXPORT_FILES)
 
 # The load benchmark's real third-party programs (.bench/real-pt2, outside git), exported with a Python
 # that has torch, torchvision, timm and transformers: make real-programs REAL_PYTHON=/path/to/python

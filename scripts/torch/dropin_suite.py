@@ -10,7 +10,8 @@ tracepack and every ``torch.export.load`` routed through ``tracepack.torch.load`
 same with ``trust_pickles=True`` (``trust``). It prints, per pass, how many tests pass, and every test
 that passes as it is but not with tracepack; ``refused`` are tests whose program tracepack refuses to
 unpickle without ``trust_pickles`` (by design). Exit status 1 when a test that passes as it is fails
-in the ``trust`` pass, or fails in the ``on`` pass other than by a refusal.
+in the ``trust`` pass, or fails in the ``on`` pass other than by a refusal; 2 when no test passes as it
+is (nothing was compared: a collection error, a missing test dependency).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     plain = results["off"]
     passing = {t for t, o in plain.items() if o in ("passed", "xfailed")}
     print(f"\n{len(plain)} tests; as they are: {len(passing)} pass")
+    if not passing:
+        print("no test passed as it is (did collection fail? PyTorch's tests need expecttest): nothing compared")
+        return 2
     bad = 0
     for mode in ("on", "trust"):
         got = results[mode]

@@ -86,3 +86,20 @@ def test_the_harness_routes_save_and_load_and_reports_what_differs(tmp_path: Pat
     assert "with tracepack (on): 3 of those pass, 0 refused (unsafe pickle), 1 differ" in out
     assert "with tracepack (trust): 3 of those pass, 0 refused (unsafe pickle), 1 differ" in out
     assert out.count("differs: test_standin.py::TestStandIn::test_archive_has_no_tracepack_member (failed)") == 2
+
+
+def test_the_harness_fails_when_nothing_was_compared(tmp_path: Path) -> None:
+    """A test file that cannot be collected (here a missing test dependency, as PyTorch's tests without
+    expecttest) leaves nothing passing as it is: exit 2, not a vacuous "0 differ"."""
+    tests = tmp_path / "export"
+    tests.mkdir()
+    (tests / "test_broken.py").write_text("import a_module_no_one_installed_tracepack_test\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "torch" / "dropin_suite.py"), str(tests), "test_broken.py"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no test passed as it is" in done.stdout
