@@ -45,13 +45,15 @@ def _patch() -> None:
     @functools.wraps(torch_save)
     def save(ep: Any, f: Any, **kwargs: Any) -> None:
         CALLS["save"] += 1
+        if isinstance(f, (str, os.PathLike)):
+            # torch names the archive's top folder after the file (a stream gets "archive"): write
+            # where torch writes, then pack that file
+            torch_save(ep, f, **kwargs)
+            Path(f).write_bytes(pt2.pack_pt2(Path(f).read_bytes(), source=str(f)))
+            return
         buf = io.BytesIO()
         torch_save(ep, buf, **kwargs)
-        packed = pt2.pack_pt2(buf.getvalue(), source="<torch.export.save>")
-        if isinstance(f, (str, os.PathLike)):
-            Path(f).write_bytes(packed)
-        else:
-            f.write(packed)
+        f.write(pt2.pack_pt2(buf.getvalue(), source="<torch.export.save>"))
 
     @functools.wraps(torch.export.load)
     def load(f: Any, **kwargs: Any) -> Any:

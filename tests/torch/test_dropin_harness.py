@@ -1,6 +1,7 @@
 """scripts/torch/dropin_suite.py (``make torch-suite``) on a stand-in for PyTorch's export tests: it
 patches the names a test module imports from torch.export before collection, routes save and load
-through tracepack, and reports exactly the tests that pass as they are but not with tracepack."""
+through tracepack (a save to a path still names the archive's folder after the file, as torch's does),
+and reports exactly the tests that pass as they are but not with tracepack."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 #: Written in the style of torch's test/export files: module-level ``from torch.export import load, save``.
 STANDIN = """
 import io
+import os
+import tempfile
 import unittest
 import zipfile
 
@@ -62,6 +65,14 @@ class TestStandIn(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "Saved archive version -1 does not match our current archive version 0"):
             load(io.BytesIO(data.getvalue()))
 
+    def test_save_to_a_path_names_the_folder_after_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "named.pt2")
+            save(export(M(), (torch.randn(4, 3),)), path)
+            with zipfile.ZipFile(path) as z:
+                self.assertEqual({n.split("/")[0] for n in z.namelist()}, {"named"})
+            self.assertEqual(load(path).module()(torch.randn(4, 3)).shape, (4, 2))
+
     @unittest.expectedFailure
     def test_expected_failure(self):
         raise RuntimeError("expected")
@@ -81,10 +92,10 @@ def test_the_harness_routes_save_and_load_and_reports_what_differs(tmp_path: Pat
     )
     out = done.stdout
     assert done.returncode == 1, out + done.stderr  # one test passes only without tracepack
-    assert "4 tests; as they are: 4 pass" in out
+    assert "5 tests; as they are: 5 pass" in out
     assert out.count("tracepack calls: {'save': 0, 'load': 0}") == 1  # the baseline pass only
-    assert "with tracepack (on): 3 of those pass, 0 refused (unsafe pickle), 1 differ" in out
-    assert "with tracepack (trust): 3 of those pass, 0 refused (unsafe pickle), 1 differ" in out
+    assert "with tracepack (on): 4 of those pass, 0 refused (unsafe pickle), 1 differ" in out
+    assert "with tracepack (trust): 4 of those pass, 0 refused (unsafe pickle), 1 differ" in out
     assert out.count("differs: test_standin.py::TestStandIn::test_archive_has_no_tracepack_member (failed)") == 2
 
 
