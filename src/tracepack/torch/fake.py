@@ -705,10 +705,12 @@ def _sharing(tensors: list[Any]) -> list[tuple[int, int, bool, bool]]:
 
 
 def _environment(env: Any) -> tuple[Any, ...]:
+    # torch 2.13 renamed var_to_val (reading the old name warns); older releases have only var_to_val
+    hints = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
     return (
         [str(g.expr) for g in env.guards],
         sorted((str(k), str(v)) for k, v in env.var_to_range.items()),
-        sorted((str(k), str(v)) for k, v in getattr(env, "backed_var_to_val", env.var_to_val).items()),
+        sorted((str(k), str(v)) for k, v in hints.items()),
         sorted((str(k), str(v)) for k, v in env.replacements.items()),
         env.num_deferred_runtime_asserts,
         env._version_counter,
