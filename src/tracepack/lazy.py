@@ -1178,20 +1178,11 @@ def _snapshot(path: str) -> bytes:
     anyway); it is an immutable ``bytes``, released with the last view on :meth:`close`.
     Only a regular file is read: a FIFO or device is refused before anything blocks.
     """
-    import stat
+    from tracepack.io.files import open_regular
 
-    from tracepack.io.files import kind_of
-
+    fd = open_regular(path)  # a FIFO, device or folder: refused before anything blocks
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot open: {exc.strerror}", source=path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"is {kind_of(st.st_mode)}, not a regular file", source=path, expected="a .tpk file")
-        size = st.st_size
-        os.set_blocking(fd, True)
+        size = os.fstat(fd).st_size
         with builtins.open(fd, "rb", closefd=False) as f:
             data = f.read(size + 1)  # one more: a file that grew since fstat is refused, not cut
         if len(data) != size:

@@ -274,12 +274,11 @@ def _print_node(node: dict[str, Any]) -> None:
 def _is_plain_flatbuffers(path: str) -> bool:
     """Whether ``path`` is an uncompressed FlatBuffers .tpk (read lazily)."""
     from tracepack.container import HEADER_SIZE, read_header
+    from tracepack.io.files import peek
 
     try:
-        with Path(path).open("rb") as f:
-            head = f.read(HEADER_SIZE)
-        header = read_header(head, source=path)
-    except (OSError, TracepackError):
+        header = read_header(peek(path, HEADER_SIZE), source=path)  # a FIFO peeks as b"": never waited on
+    except TracepackError:
         return False  # the full reader reports what is wrong
     from tracepack.lazy import LAZY_CODECS
 
