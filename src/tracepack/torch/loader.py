@@ -33,14 +33,13 @@ import importlib
 import io
 import os
 import re
-import stat
 import tokenize
 import zipfile
 from collections.abc import Callable
 from typing import IO, Any
 
-from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
-from tracepack.io.zip import check_member, open_zip
+from tracepack.errors import LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.io.zip import check_member, open_zip, read_member
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
 __all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
@@ -91,7 +90,9 @@ class _Zip:
         if info is None:
             raise LegacyFormatError("no such member", source=self.where(rel))
         check_member(info, self.where(rel))
-        buf = bytearray(info.file_size)
+        if info.compress_type != zipfile.ZIP_STORED:  # torch never writes one: read as its bytes come, not as declared
+            return bytearray(read_member(self.zip, info, self.where(rel)))
+        buf = bytearray(info.file_size)  # a stored member: its size is bounded by the archive (open_zip checked it)
         try:
             with self.zip.open(info) as f:
                 got = f.readinto(buf)  # type: ignore[attr-defined]
@@ -534,12 +535,9 @@ def load_pt2(
             source=str(source),
         ) from None
     if isinstance(f, (str, os.PathLike)):
-        try:
-            mode = os.stat(f).st_mode
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(source)) from None
-        if not stat.S_ISREG(mode):
-            raise InputError("not a regular file", source=str(source))
+        from tracepack.io.files import check_regular
+
+        check_regular(f, source=str(source))  # a FIFO, device or folder: refused before anything blocks
     z = _Zip(f, str(source))
     # Loading makes hundreds of thousands of small objects and no garbage cycles worth collecting
     # midway: the cyclic collector's full passes over them cost up to a third of the time.
