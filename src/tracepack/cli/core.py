@@ -286,9 +286,16 @@ def _is_plain_flatbuffers(path: str) -> bool:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
+    check_output(args.out, force=args.force)
+    try:
+        return _expand(args)
+    except TracepackError as exc:  # what the document holds is wrong: name it (an archive's own errors name it)
+        raise exc.with_source(display(args.file)) from None
+
+
+def _expand(args: argparse.Namespace) -> int:
     from tracepack.torch.export import model_json as export_json
 
-    check_output(args.out, force=args.force)
     doc = load_any(args.file, zstd_dict=zstd_dict(args.zstd_dict))
     if args.archive is not None:
         archives = optional("tracepack.torch.archives")

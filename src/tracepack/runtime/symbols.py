@@ -18,7 +18,6 @@ TorchScript lite-interpreter archives (mobile debug info)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
@@ -209,12 +208,12 @@ class Symbolicator:
             if text is None:
                 self._info = {}
             else:
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise DecodeError(
-                        f"the {METHOD_EXTENSION} extension is not JSON: {exc.msg}", source=self.source
-                    ) from None
+                from tracepack.document import json_value
+
+                try:  # guarded: nesting and integers within the budgets
+                    value = json_value(text, f"$.extensions ({METHOD_EXTENSION})")
+                except DecodeError as exc:
+                    raise exc.with_source(self.source) from None
                 self._info = value if type(value) is dict else {}
         return self._info
 
@@ -294,10 +293,13 @@ class Symbolicator:
         archive = self.doc.extension(TORCHSCRIPT_EXTENSION)
         if self._lite() is not None or archive is None:
             return None
+        from tracepack.document import json_value
+
         try:
-            reason = json.loads(archive).get("no_mobile_render")
-        except (ValueError, AttributeError):
-            reason = None
+            value = json_value(archive, f"$.extensions ({TORCHSCRIPT_EXTENSION})")
+        except DecodeError as exc:
+            raise exc.with_source(self.source) from None
+        reason = value.get("no_mobile_render") if type(value) is dict else None
         if isinstance(reason, str):
             return (
                 f"torch's exact text is not available: when the archive was imported, {reason}; "

@@ -38,7 +38,7 @@ import zipfile
 from collections.abc import Callable
 from typing import IO, Any
 
-from tracepack.errors import LegacyFormatError, UnsafePickleError, VersionError
+from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
 from tracepack.io.zip import check_member, open_zip, read_member
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
@@ -114,19 +114,31 @@ class _Zip:
 
 
 def _json(data: bytes, where: str) -> Any:
+    """model.json parsed within the ``max_depth`` and ``max_int_digits`` budgets (:mod:`tracepack.io.guard`:
+    past them, one line naming the byte), its text UTF-8 JSON."""
     import json
 
     import msgspec
 
-    try:
-        return msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        pass
-    try:
+    from tracepack.io.guard import parse_json
+
+    def parse() -> Any:
+        try:
+            return msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            pass
         return json.loads(data)  # what msgspec refuses that json accepts (numbers out of range, NaN)
-    except RecursionError:
-        raise LegacyFormatError("nested too deeply", source=where) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+
+    try:
+        return parse_json(parse, data, where, LegacyFormatError)
+    except UnicodeDecodeError:
+        try:  # msgspec's offset is not the file's: find the first byte that is not UTF-8
+            bytes(data).decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        raise LegacyFormatError("not UTF-8 text", source=where, where=f"byte {at}") from None
+    except json.JSONDecodeError as exc:
         raise LegacyFormatError(f"not valid JSON: {exc}", source=where) from None
 
 
@@ -480,7 +492,10 @@ def load_program_dict(program: Any, source: str) -> Any:
                 source=source,
                 where="$.schema_version",
             )
-    return converters().convert("ExportedProgram", program, source=source)
+    from tracepack.io.guard import run
+
+    # as deep as the parse allowed (the max_depth budget): a walk that runs out of room retries with it
+    return run(lambda: converters().convert("ExportedProgram", program, source=source), source, LegacyFormatError)
 
 
 def _program(z: _Zip, model: str) -> Any:
@@ -491,9 +506,10 @@ def _program(z: _Zip, model: str) -> Any:
     tpk = f"{pt2.MEMBER_DIR}{model}.tpk"
     if z.has(tpk):
         import tracepack
+        from tracepack.io.guard import run
 
         doc = tracepack.loads(z.read(tpk), source=z.where(tpk))
-        program = pt2.merge_into(program, doc, source=z.where(rel))
+        program = run(lambda: pt2.merge_into(program, doc, source=z.where(rel)), z.where(rel), LegacyFormatError)
     return program
 
 
@@ -509,8 +525,111 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
+    except InputError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # torch's own errors on what the file holds: one line naming the place
+        raise _torch_error(exc, serialized, source) from None
     finally:
         rebound.state.sympy = None
+
+
+#: Where torch's deserializer was, by its function names, when no node was being read.
+_PLACES = {
+    "deserialize_signature": "$.graph_module.signature",
+    "deserialize_input_spec": "$.graph_module.signature.input_specs",
+    "deserialize_output_spec": "$.graph_module.signature.output_specs",
+    "deserialize_range_constraints": "$.range_constraints",
+    "deserialize_module_call_graph": "$.graph_module.module_call_graph",
+    "deserialize_module_call_signature": "$.graph_module.module_call_graph",
+}
+
+
+def _torch_error(exc: BaseException, serialized: Any, source: str) -> LegacyFormatError:
+    """torch's error on a program (``SerializeError`` for a node whose target is not an operator, a
+    RuntimeError for sizes that do not fit, ...) as a LegacyFormatError naming the JSON path of the
+    node it was reading (nested graphs too) and what torch said, in one line."""
+    import traceback
+
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    nodes: list[Any] = []
+    functions: list[str] = []
+    for link in chain:
+        for frame, _ in traceback.walk_tb(link.__traceback__):
+            functions.append(frame.f_code.co_name)
+            node = frame.f_locals.get("serialized_node")
+            if node is not None and all(node is not n for n in nodes):
+                nodes.append(node)
+    root = chain[-1]
+    where = next((_PLACES[f] for f in reversed(functions) if f in _PLACES), "$")
+    if nodes:
+        where = _node_path(serialized, nodes)
+        if "deserialize_operator" in functions or "to an operator" in str(root):
+            where += ".target"
+    text = str(root).strip().splitlines()[0] if str(root).strip() else ""
+    kind = f"{type(root).__name__}: {text[:200]}"
+    if isinstance(root, RecursionError):
+        deep = _deep_metadata(nodes[-1]) if nodes else None
+        if deep is not None:  # JSON text in the metadata (from_node) that torch parses
+            key, depth = deep
+            where += f".metadata.{key}"
+            from tracepack.io import limits
+
+            budget = limits.current().max_depth
+            if depth > budget:
+                return LegacyFormatError(
+                    f"nested more than {budget:,} levels deep (hostile or damaged input?)",
+                    source=source,
+                    where=where,
+                    expected=f"shallower nesting, {limits.hint('max_depth')}",
+                )
+        kind = "nested deeper than torch's deserializer reads" + (f" ({deep[1]:,} levels)" if deep else "")
+    return LegacyFormatError(
+        f"torch cannot load the program: {kind}",
+        source=source,
+        where=where,
+        expected="a program torch's deserializer accepts",
+    )
+
+
+def _deep_metadata(node: Any) -> tuple[str, int] | None:
+    """The node's metadata value nested deepest as JSON text, and its depth (None: none nests)."""
+    from tracepack.io.guard import scan_json
+
+    meta = getattr(node, "metadata", None)
+    depths = [(k, scan_json(v).depth) for k, v in (meta.items() if isinstance(meta, dict) else ()) if type(v) is str]
+    deepest = max(depths, key=lambda kv: kv[1], default=None)
+    return deepest if deepest is not None and deepest[1] > 0 else None
+
+
+def _node_path(serialized: Any, nodes: list[Any]) -> str:
+    """The JSON path of the innermost of ``nodes`` (torch's Node objects, outermost first, each in a
+    graph nested in an argument of the one before)."""
+    path = "$.graph_module.graph"
+    graph = getattr(getattr(serialized, "graph_module", None), "graph", None)
+    for depth, node in enumerate(nodes):
+        found = next((i for i, n in enumerate(getattr(graph, "nodes", ())) if n is node), None)
+        if found is None:
+            return path
+        path += f".nodes[{found}]"
+        if depth + 1 == len(nodes):
+            break
+        inner = nodes[depth + 1]
+        for j, named in enumerate(getattr(node, "inputs", ())):
+            sub = getattr(getattr(named, "arg", None), "as_graph", None)
+            sub_graph = getattr(sub, "graph", None)
+            if sub_graph is not None and any(n is inner for n in getattr(sub_graph, "nodes", ())):
+                path += f".inputs[{j}].arg.as_graph.graph"
+                graph = sub_graph
+                break
+        else:
+            return path
+    return path
 
 
 def load_pt2(
