@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big campaign release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -85,6 +85,10 @@ FUZZ_CASES ?= 2000
 FUZZ_SEED ?= 1
 fuzz: $(STAMP) ## Long hostile-input run: FUZZ_CASES mutants per surface (bad inputs saved to $$TMPDIR)
 	$(BIN)/python -m tests.hostile.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --save "$${TMPDIR:-/tmp}/tracepack-fuzz-findings"
+
+CAMPAIGN_JOBS ?= 1
+campaign: venv-torch ## The crafted campaign: every hostile class at every place, every command, 2 GiB cap (bad inputs saved)
+	$(BIN)/python -m tests.hostile.campaign --scope full --jobs $(CAMPAIGN_JOBS) --save "$${TMPDIR:-/tmp}/tracepack-campaign-findings"
 
 FUZZ_BIG_GIB ?= 4.5
 fuzz-big: $(STAMP) ## Members over 4 GiB (zip64, sparse: no disk to make): convert/pack/unpack/expand stream them byte for byte

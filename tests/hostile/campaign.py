@@ -151,19 +151,23 @@ class _Goods:
         return path
 
 
+#: Where a worker keeps its files (a folder its parent made and removes); None: a folder of its own.
+_SCRATCH: list[Path] = []
+
+
 @functools.cache
 def goods() -> _Goods:
-    """The good files of this process, in a folder removed when it exits."""
-    return _Goods(_scratch_folder("tracepack-campaign-goods-"))
-
-
-def _scratch_folder(prefix: str) -> Path:
+    """The good files of this process, in its scratch folder (or a folder removed when it exits)."""
+    if _SCRATCH:
+        folder = _SCRATCH[0] / "goods"
+        folder.mkdir(exist_ok=True)
+        return _Goods(folder)
     import atexit
     import shutil
 
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
+    made = Path(tempfile.mkdtemp(prefix="tracepack-campaign-goods-"))
+    atexit.register(shutil.rmtree, made, True)
+    return _Goods(made)
 
 
 def _same_program(job: Job, program: bytes, how: str) -> str:
@@ -174,16 +178,30 @@ def _same_program(job: Job, program: bytes, how: str) -> str:
     return "accepted"
 
 
+#: Every codec a document is written with (the columnar and FlatBuffers layouts read back differently).
+CODECS: Final = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
+
+
 def e_import(job: Job) -> str:
+    """import_model_json, then export_model_json of the document and of it written and read back in
+    every codec: each gives the input back byte for byte."""
+    import tracepack
     from tracepack.torch.export.model_json import export_model_json, import_model_json
 
     verdict, doc = _api(lambda: import_model_json(job.case.data, source="model.json"))
     if verdict == "refused":
         return verdict
-    verdict, back = _api(lambda: export_model_json(doc))
-    if verdict == "refused":
-        raise Outcome("changed", "an accepted model.json is refused on the way back")
-    return _same_program(job, back, "import + export")
+    for codec in (None, *CODECS):
+        how = "import + export" if codec is None else f"import + {codec} + export"
+        verdict, back = _api(
+            lambda codec=codec: export_model_json(
+                doc if codec is None else tracepack.loads(tracepack.dumps(doc, codec=codec), source="again.tpk")
+            )
+        )
+        if verdict == "refused":
+            raise Outcome("changed", f"an accepted model.json is refused on the way back ({how})")
+        _same_program(job, back, how)
+    return "accepted"
 
 
 def e_convert_expand(job: Job) -> str:
@@ -459,15 +477,18 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise Hang
 
 
-def worker(timeout: float) -> None:
-    """Read jobs (JSON lines: the case file, its fields, the entry) on stdin; answer each on stdout."""
+def worker(timeout: float, scratch: Path) -> None:
+    """Read jobs (JSON lines: the case file, its fields, the entry) on stdin; answer each on stdout.
+    Its files go to ``scratch``, which its parent removes (a worker may be killed)."""
     import warnings
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     warnings.simplefilter("ignore")
     os.environ["TRACEPACK_PROGRESS"] = "0"
     signal.signal(signal.SIGALRM, _alarm)
-    folder = _scratch_folder("tracepack-campaign-")
+    _SCRATCH[:] = [scratch]
+    folder = scratch / "run"
+    folder.mkdir(exist_ok=True)
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = sys.stderr  # anything printed goes to stderr, never into the replies
     for line in sys.stdin:
@@ -489,10 +510,12 @@ def worker(timeout: float) -> None:
 
 
 class _Worker:
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, scratch: Path) -> None:
         self.timeout = timeout
+        scratch.mkdir(parents=True, exist_ok=True)
+        argv = ["--worker", "--timeout", str(timeout), "--scratch", str(scratch)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.hostile.campaign", "--worker", "--timeout", str(timeout)],
+            [sys.executable, "-m", "tests.hostile.campaign", *argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -529,10 +552,12 @@ class _Worker:
         return self.proc.poll() is None
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            self.proc.wait()
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            self.proc.stdin.close()  # the worker ends when its input does
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
 
 
 # -- the parent ------------------------------------------------------------------------------------------------
@@ -598,7 +623,7 @@ def run(
     timeout: float = 20.0,
     jobs: int = 1,
     save: Path | None = None,
-    every: int = 25,
+    every: int = 23,
     progress: bool = False,
 ) -> Report:
     """Every input of the campaign through its entry points, ``jobs`` workers at a time."""
@@ -631,7 +656,9 @@ def run(
                 case, _, results, file = pending[i]
                 w = workers[slot]
                 if w is None or not w.alive():
-                    w = workers[slot] = _Worker(timeout)
+                    if w is not None:
+                        w.close()
+                    w = workers[slot] = _Worker(timeout, Path(tmp) / f"worker-{slot}")
                 job = {"file": str(file), "klass": case.klass, "kind": case.kind, "label": case.label}
                 answer = w.ask({**job, "seed": case.seed, "entry": entry})
                 with lock:
@@ -659,15 +686,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.hostile.campaign", description=__doc__.splitlines()[0])
     p.add_argument("--scope", choices=["quick", "full"], default="quick")
     p.add_argument("--class", dest="classes", action="append", choices=crafted.CLASSES, help="only these classes")
-    p.add_argument("--every", type=int, default=25, help="quick scope: every N-th input of each class")
+    p.add_argument("--every", type=int, default=23, help="quick scope: every N-th input of each class")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per entry-point run before it is a hang")
     p.add_argument("--save", type=Path, help="write every bad input and a note to this folder")
     p.add_argument("--json", type=Path, help="write the report as JSON")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        worker(args.timeout)
+        worker(args.timeout, args.scratch)
         return 0
     classes = tuple(args.classes or crafted.CLASSES)
     report = run(

@@ -73,6 +73,8 @@ class Case:
     data: bytes = b""
     #: The seed it was made from (``Seed.name``): the runner wraps a model.json in its archive.
     seed: str = ""
+    #: The field of torch's schema it changes (``Class.field``), where it is one.
+    field: str = ""
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,8 @@ def _json_seeds_cases(klass: str) -> Iterator[Case]:
             field = f" ({spot.field})" if spot.field else ""
             for how, fragment in _fragments(klass, spot):
                 data = render(seed.text, spot.path, fragment, key=spot.key and fragment is not None)
-                yield Case(klass, "model.json", f"{seed.name} {where}{field} <- {how}", data, seed.name)
+                label = f"{seed.name} {where}{field} <- {how}"
+                yield Case(klass, "model.json", label, data, seed.name, spot.field or "")
         if klass == "type":
             yield from _union_members(seed, family, seen)
 
@@ -378,6 +381,9 @@ def _union_members(seed: Seed, family: int, seen: set[tuple[int, tuple[str, ...]
     types = schema_types()
     done: set[str] = set()
     for spot in walk(seed.obj):
+        if spot.typ and spot.value in ([], {}) and (_inner(spot.typ, "List") or _inner(spot.typ, "Dict")):
+            yield from _synthesized(seed, seed.text, spot.path, spot.typ, _SYNTHESIZED)  # an empty list or map
+            continue
         if spot.key or spot.typ is None or spot.typ in done or type(spot.value) is not dict or not spot.path:
             continue
         known = types.get(spot.typ)
@@ -393,7 +399,62 @@ def _union_members(seed: Seed, family: int, seen: set[tuple[int, tuple[str, ...]
             for how, frag in _TYPED.items():
                 data = render(seed.text, spot.path, b'{"' + member.encode() + b'": ' + frag + b"}")
                 label = f"{seed.name} {where} ({spot.typ}) <- {{{member} ({mtype}): {how}}}"
-                yield Case("type", "model.json", label, data, seed.name)
+                yield Case("type", "model.json", label, data, seed.name, f"{spot.typ}.{member}")
+        yield from _synthesized(seed, seed.text, spot.path, spot.typ, _SYNTHESIZED)
+
+
+#: Fields of torch's schema already given every type inside a synthesized union member.
+_SYNTHESIZED: set[str] = set()
+
+
+def _default(t: str, depth: int = 0) -> Any:
+    """A value of torch's schema type ``t`` with every field present (lists of one item, maps of one
+    entry, a union's first member, an enum's first value; nesting stops after a few levels)."""
+    types = schema_types()
+    if (inner := _inner(t, "Optional")) is not None:
+        return _default(inner, depth)
+    if (inner := _inner(t, "List")) is not None:
+        return [] if depth > 3 else [_default(inner, depth + 1)]
+    if (inner := _inner(t, "Dict")) is not None:
+        return {} if depth > 3 else {"k": _default(inner.split(", ", 1)[1], depth + 1)}
+    scalar = {"int": 1, "float": 1.5, "str": "x", "bool": True}
+    if t in scalar:
+        return scalar[t]
+    kind, fields = types[t]
+    if kind == "enum":
+        return int(fields[0][1])
+    if kind == "union":
+        return {fields[0][0]: _default(fields[0][1], depth + 1)}
+    return {f: _default(ft, depth + 1) for f, ft, _ in fields}
+
+
+def _synthesized(seed: Seed, text: bytes, path: tuple[str | int, ...], typ: str, done: set[str]) -> Iterator[Case]:
+    """The value at ``path`` (of schema type ``typ``: each member of a union, or a list or map filled
+    with one item) set to a value with every field present, and each field of it (and of the unions
+    nested in it, each member in turn) not reached yet given every other type."""
+    types = schema_types()
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    known = types.get(typ)
+    values = [{m: _default(mt)} for m, mt, _ in known[1]] if known and known[0] == "union" else [_default(typ)]
+    for value in values:
+        base = render(text, path, json.dumps(value).encode())
+        for spot in walk(value, typ):
+            if not spot.path or spot.key:
+                continue
+            inner_path = (*path, *spot.path)
+            known = types.get(spot.typ or "")
+            if known is not None and known[0] == "union" and type(spot.value) is dict and f"<{spot.typ}>" not in done:
+                done.add(f"<{spot.typ}>")
+                yield from _synthesized(seed, base, inner_path, spot.typ or "", done)
+            if spot.field is None or spot.field in done:
+                continue
+            done.add(spot.field)
+            inner = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in spot.path)
+            own = _kind(spot.value)
+            for how, frag in _TYPED.items():
+                if how.split("-")[0] != own:
+                    label = f"{seed.name} {inner} ({spot.field}, synthesized) <- {how}"
+                    yield Case("type", "model.json", label, render(base, inner_path, frag), seed.name, spot.field)
 
 
 # -- crafted .tpk extensions -----------------------------------------------------------------------
@@ -667,7 +728,7 @@ _MAKERS: Final[dict[str, Callable[[], Iterator[Case]]]] = {
 }
 
 
-def cases(scope: str = "full", classes: tuple[str, ...] = CLASSES, *, every: int = 25) -> Iterator[Case]:
+def cases(scope: str = "full", classes: tuple[str, ...] = CLASSES, *, every: int = 23) -> Iterator[Case]:
     """The campaign's inputs, class by class; ``scope="quick"`` keeps every ``every``-th input of each
     class (always its first), and every ``hang`` case."""
     for klass in classes:

@@ -30,7 +30,7 @@ from tracepack import interned_json, program_tables, string_order
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
-from tracepack.errors import DecodeError, LegacyFormatError, UsageError
+from tracepack.errors import DecodeError, LegacyFormatError, TracepackError, UsageError
 from tracepack.torch.export import checks
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
@@ -346,7 +346,10 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_
         return doc
 
     # JSON nested thousands deep, giant integers: measured only if the parse runs out of room
-    doc = parse_json(parse, data, source, LegacyFormatError)
+    try:
+        doc = parse_json(parse, data, source, LegacyFormatError)
+    except TracepackError as exc:  # every error names the file
+        raise exc.with_source(source) from None
     if group_strings and len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
         return Document(string_order.group_strings(doc.raw, doc.version))
     return doc
@@ -519,6 +522,13 @@ class _Importer:
         count = 0
         if type(values) is dict:
             for name, meta in values.items():
+                if meta is None:  # a value's JSON is kept when not typed, but null is how a value says "none"
+                    at = "$.graph_module.graph" if not prefix else f"graph {prefix.rstrip('/')!r}"
+                    raise LegacyFormatError(
+                        "a tensor value is null",
+                        where=f"{at}.tensor_values[{json.dumps(name)}]",
+                        expected="a tensor value (torch's TensorMeta, an object)",
+                    )
                 _add_value(b, name, meta, self.value_form)
                 count += 1
         inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
