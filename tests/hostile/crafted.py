@@ -301,6 +301,33 @@ def _json_seeds_cases(klass: str) -> Iterator[Case]:
                 yield Case(klass, "model.json", label, data, seed.name, spot.field or "")
         if klass == "type":
             yield from _union_members(seed, family, seen)
+    if klass in ("deep", "number", "text"):
+        yield from _etrecord_json_cases(klass)
+
+
+def _etrecord_json_cases(klass: str) -> Iterator[Case]:
+    """The JSON members of an ETRecord (its programs, debug handle and delegate maps, graph id), each
+    replaced by JSON of the class: nested past the budget, a huge integer, a string that is not UTF-8."""
+    data = (ET_DATA / "model.etrecord").read_bytes()
+    fragments = {
+        "deep": [("arrays nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000),
+                 ("objects nested 100,000 deep", b'{"a": ' * 100_000 + b"1" + b"}" * 100_000)],
+        "number": [("a 5,000-digit integer", b"9" * 5000), ("an object holding one", b'{"forward": {"0": ' + b"9" * 5000 + b"}}")],
+        "text": [("invalid UTF-8", b'{"forward": {"\xff": 1}}'),
+                 ("a lone surrogate", b'{"forward": {"\\ud800": 1}}')],
+    }[klass]  # fmt: skip
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        infos = z.infolist()
+        members = {i.filename: z.read(i) for i in infos}
+    for name, body in members.items():
+        if body[:1] not in (b"{", b"[") and name != "export_graph_id":
+            continue
+        for how, fragment in fragments:
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w") as w:
+                for info in infos:
+                    w.writestr(info, fragment if info.filename == name else members[info.filename])
+            yield Case(klass, "etrecord", f"model.etrecord:{name} <- {how}", out.getvalue())
 
 
 def _family(obj: Any) -> int:

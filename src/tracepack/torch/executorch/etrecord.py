@@ -81,9 +81,12 @@ def is_etrecord(names: Sequence[str]) -> bool:
 
 
 def _json_member(archive: Archive, name: str) -> Any:
+    from tracepack.io.guard import parse_json
+
     where = f"{archive.source}:{name}"
-    try:
-        return json.loads(archive.read(name))
+    data = archive.read(name)
+    try:  # nesting and integers held to the max_depth and max_int_digits budgets
+        return parse_json(lambda: json.loads(data), data, where, LegacyFormatError)
     except json.JSONDecodeError as exc:
         raise LegacyFormatError(f"not valid JSON: {exc.msg}", source=where, where=f"character {exc.pos}") from None
     except UnicodeDecodeError as exc:
@@ -311,10 +314,12 @@ def _lifted(doc: Document) -> tuple[dict[int, int], dict[int, int]] | None:
 def _lift(program: bytes) -> tuple[bytes, dict[int, int], dict[int, int]] | None:
     """The program JSON without its nodes' ``debug_handle`` metadata, ``{node: handle}`` and
     ``{node: position of the entry in the metadata}``; None when there is nothing to lift."""
-    try:
-        obj = json.loads(program)
+    from tracepack.io.guard import parse_json
+
+    try:  # what does not parse within the budgets is left to the import, which says why
+        obj = parse_json(lambda: json.loads(program), program, None, LegacyFormatError)
         nodes = obj["graph_module"]["graph"]["nodes"]
-    except (ValueError, KeyError, TypeError):
+    except (LegacyFormatError, ValueError, KeyError, TypeError):
         return None
     if type(nodes) is not list:
         return None
