@@ -191,13 +191,14 @@ def e_import(job: Job) -> str:
     verdict, doc = _api(lambda: import_model_json(job.case.data, source="model.json"))
     if verdict == "refused":
         return verdict
+
+    def again(codec: str | None) -> bytes:
+        same = doc if codec is None else tracepack.loads(tracepack.dumps(doc, codec=codec), source="again.tpk")
+        return export_model_json(same)
+
     for codec in (None, *CODECS):
         how = "import + export" if codec is None else f"import + {codec} + export"
-        verdict, back = _api(
-            lambda codec=codec: export_model_json(
-                doc if codec is None else tracepack.loads(tracepack.dumps(doc, codec=codec), source="again.tpk")
-            )
-        )
+        verdict, back = _api(functools.partial(again, codec))
         if verdict == "refused":
             raise Outcome("changed", f"an accepted model.json is refused on the way back ({how})")
         _same_program(job, back, how)
@@ -644,10 +645,11 @@ def run(
 
         lock = threading.Lock()
         position = [0]
+        stop = threading.Event()  # SIGTERM: finish the runs under way, then clean up and report
 
         def serve(slot: int) -> None:
             nonlocal done
-            while True:
+            while not stop.is_set():
                 with lock:
                     if position[0] >= len(queue):
                         break
@@ -671,10 +673,16 @@ def run(
                             print(f"  {done}/{len(pending)} inputs, {len(report.bad)} bad", file=sys.stderr)
 
         threads = [threading.Thread(target=serve, args=(s,)) for s in range(jobs)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        in_main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set()) if in_main else None
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, old)
         for w in workers:
             if w is not None:
                 w.close()

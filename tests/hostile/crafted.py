@@ -555,6 +555,12 @@ def _extension_cases() -> Iterator[Case]:
                     frags.append(("missing", None))
                 if own == "array":
                     frags.append(("an item more of the wrong type", json.dumps([*spot.value, {"x": None}]).encode()))
+                if own in ("array", "object"):  # deep nesting at every nesting point of the extension
+                    under = max(1, 1000 - len(spot.path) - 4)
+                    frags += [
+                        (f"arrays nested {under} deep (just under the budget)", b"[" * under + b"]" * under),
+                        ("arrays nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000),
+                    ]
                 if own == "int":
                     frags += [("-1", b"-1"), ("2^63", str(2**63).encode()), ("huge", b"9" * 30)]
                 if own == "string":

@@ -282,7 +282,7 @@ CRAFTED: dict[str, tuple[Callable[[Document], Document], str]] = {
     ),
     "nodes layout []": (
         lambda d: _with_extension(d, "torch.export/nodes", []),
-        "$.extensions[1] (torch.export/nodes) $: is an array ([])",
+        "$.extensions[1] (torch.export/nodes) $: is an empty array",
     ),
     "keys an int": (
         lambda d: _with_extension(d, "torch.export/nodes", {**_layout(d), "keys": 3}),
@@ -290,11 +290,11 @@ CRAFTED: dict[str, tuple[Callable[[Document], Document], str]] = {
     ),
     "whole a list": (
         lambda d: _with_extension(d, "torch.export/nodes", {**_layout(d), "whole": []}),
-        "$.extensions[1] (torch.export/nodes) $.whole: is an array ([])",
+        "$.extensions[1] (torch.export/nodes) $.whole: is an empty array",
     ),
     "program []": (
         lambda d: _with_extension(d, "torch.export/program", []),
-        "$.extensions[0] (torch.export/program) $: is an array ([])",
+        "$.extensions[0] (torch.export/program) $: is an empty array",
     ),
     "program without graph_module": (
         lambda d: _with_extension(d, "torch.export/program", {"schema_version": {"major": 8, "minor": 20}}),

@@ -34,25 +34,14 @@ _I64: Final = 1 << 63
 
 
 def _describe(value: Any) -> str:
-    """What a JSON value is, in words, with a short sample."""
-    kind = (
-        "null"
-        if value is None
-        else "a boolean"
-        if type(value) is bool
-        else "an integer"
-        if type(value) is int
-        else "a number"
-        if type(value) is float
-        else "a string"
-        if type(value) is str
-        else "an array"
-        if type(value) is list
-        else "an object"
-    )
+    """What a JSON value is, in words, with a short sample (of a scalar; a container by its size)."""
     if value is None:
-        return kind
-    text = json.dumps(value)
+        return "null"
+    if type(value) in (list, dict):
+        kind, unit = ("array", "item") if type(value) is list else ("object", "key")
+        return f"an empty {kind}" if not value else f"an {kind} of {len(value)} {unit}{'s' if len(value) > 1 else ''}"
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(type(value), "a value")
+    text = json.dumps(value[:41] if type(value) is str else value)
     return f"{kind} ({text[:40]}{'...' if len(text) > 40 else ''})"
 
 

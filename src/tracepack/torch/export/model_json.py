@@ -795,7 +795,14 @@ def export_program(doc: Document) -> Any:
     """The ``model.json`` a document was imported from, as the parsed JSON value (no text in between).
 
     Every extension it reads is checked first (:mod:`tracepack.torch.export.checks`): a crafted one is
-    a DecodeError naming the extension and the JSON path in it."""
+    a DecodeError naming the extension and the JSON path in it. As deep as the import allowed: the
+    walk runs within the ``max_depth`` budget (:func:`tracepack.io.guard.run`)."""
+    from tracepack.io.guard import run
+
+    return run(lambda: _export_program(doc), None, DecodeError, "$")
+
+
+def _export_program(doc: Document) -> Any:
     nodes, nodes_at = _extension(doc, NODES_EXTENSION, NODES_EXTENSION_DERIVED)
     derived = doc.raw.extensions[nodes_at.index or 0].name == NODES_EXTENSION_DERIVED
     layout = checks.check_layout(nodes, nodes_at, doc.raw)
