@@ -98,14 +98,18 @@ def _cli(argv: list[str], scratch: Path, outputs: Iterable[Path] = ()) -> str:
         raise Outcome("traceback", f"tracepack {argv[0]}: exit {code}: {text.strip()[:300]}")
     if text.count("\n") != 1:
         raise Outcome("traceback", f"tracepack {argv[0]}: not one line: {text[:300]!r}")
+    files = [w for w in argv if os.sep in w]  # the line names the file it is about
+    if files and not any(f in text for f in files):
+        raise Outcome("traceback", f"tracepack {argv[0]}: the error names no file: {text.strip()[:300]}")
     left = [p for p in set(scratch.iterdir()) - before if p in outputs or p.name.startswith(".")]
     if left:
         raise Outcome("written", f"tracepack {argv[0]} refused ({text.strip()[:200]}) but left {left[0].name}")
     return "refused"
 
 
-def _api(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``("accepted", result)`` or ``("refused", None)`` for a one-line InputError; else the Outcome."""
+def _api(fn: Callable[[], Any], source: str | None = None) -> tuple[str, Any]:
+    """``("accepted", result)`` or ``("refused", None)`` for a one-line InputError (naming ``source``,
+    when the input has a name); else the Outcome."""
     from tracepack.errors import InputError
 
     try:
@@ -113,6 +117,8 @@ def _api(fn: Callable[[], Any]) -> tuple[str, Any]:
     except InputError as exc:
         if "\n" in str(exc) or not str(exc):
             raise Outcome("traceback", f"error not one line: {str(exc)[:300]!r}") from None
+        if source is not None and source not in str(exc):
+            raise Outcome("traceback", f"the error names no file: {str(exc)[:300]}") from None
         return "refused", None
 
 
@@ -188,7 +194,7 @@ def e_import(job: Job) -> str:
     import tracepack
     from tracepack.torch.export.model_json import export_model_json, import_model_json
 
-    verdict, doc = _api(lambda: import_model_json(job.case.data, source="model.json"))
+    verdict, doc = _api(lambda: import_model_json(job.case.data, source="model.json"), "model.json")
     if verdict == "refused":
         return verdict
 
@@ -237,7 +243,7 @@ def e_pack_unpack(job: Job) -> str:
 def _torch_load(path: Path) -> str:
     import tracepack.torch
 
-    verdict, _ = _api(lambda: tracepack.torch.load(path))
+    verdict, _ = _api(lambda: tracepack.torch.load(path), str(path))
     return verdict
 
 
@@ -285,7 +291,7 @@ def e_from_document(job: Job) -> str:
 def e_ts_debug_info(job: Job) -> str:
     from tracepack.torch.torchscript.archive import read_torchscript_debug_info
 
-    verdict, _ = _api(lambda: read_torchscript_debug_info(str(job.path)))
+    verdict, _ = _api(lambda: read_torchscript_debug_info(str(job.path)), str(job.path))
     return verdict
 
 
@@ -413,7 +419,7 @@ def special_jobs() -> list[str]:
 def _special(job: Job, entry: str) -> str:
     if entry.startswith("api:"):
         fn = _special_api()[entry[4:]]
-        verdict, _ = _api(lambda: fn(job.path))
+        verdict, _ = _api(lambda: fn(job.path), str(job.path))
         return verdict
     return _simple(*entry.split(" "), out="OUT")(job) if "OUT" in entry else _simple(*entry.split(" "))(job)
 
@@ -478,6 +484,29 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise Hang
 
 
+def _warm_up() -> None:
+    """Import what the entry points use before the first run, so no run's time limit pays for imports
+    (torch's takes seconds on a loaded machine)."""
+    import importlib
+
+    for name in (
+        "tracepack.cli",
+        "tracepack.cli.core",
+        "tracepack.cli.query",
+        "tracepack.cli.torch",
+        "tracepack.cli.runtime",
+        "tracepack.torch.archives",
+        "tracepack.torch.pt2",
+        "tracepack.torch.executorch.etrecord",
+        "torch",
+        "torch._export.serde.serialize",
+        "tracepack.torch.loader",
+        "tracepack.torch.upgrade",
+    ):
+        with contextlib.suppress(ImportError):  # torch is installed where the campaign runs
+            importlib.import_module(name)
+
+
 def worker(timeout: float, scratch: Path) -> None:
     """Read jobs (JSON lines: the case file, its fields, the entry) on stdin; answer each on stdout.
     Its files go to ``scratch``, which its parent removes (a worker may be killed)."""
@@ -490,6 +519,7 @@ def worker(timeout: float, scratch: Path) -> None:
     _SCRATCH[:] = [scratch]
     folder = scratch / "run"
     folder.mkdir(exist_ok=True)
+    _warm_up()
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = sys.stderr  # anything printed goes to stderr, never into the replies
     for line in sys.stdin:

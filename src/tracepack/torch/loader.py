@@ -509,7 +509,11 @@ def _program(z: _Zip, model: str) -> Any:
         from tracepack.io.guard import run
 
         doc = tracepack.loads(z.read(tpk), source=z.where(tpk))
-        program = run(lambda: pt2.merge_into(program, doc, source=z.where(rel)), z.where(rel), LegacyFormatError)
+        program = run(
+            lambda: pt2.merge_into(program, doc, source=z.where(rel), member=z.where(tpk)),
+            z.where(rel),
+            LegacyFormatError,
+        )
     return program
 
 

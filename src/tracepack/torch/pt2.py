@@ -236,42 +236,45 @@ def _orders_at(doc: Document) -> str:
     return f"$.extensions[{at}] ({LAYOUT_EXTENSION}) $"
 
 
-def _orders(doc: Document) -> dict[str, list[str]]:
+def _orders(doc: Document, source: str) -> dict[str, list[str]]:
     """The metadata key orders the layout extension records by node (``{"orders": {"3": [...]}}``), checked."""
     from tracepack.document import json_value
+    from tracepack.torch.export.checks import Extension
 
     for i, e in enumerate(doc.raw.extensions):
         if e.name != LAYOUT_EXTENSION:
             continue
-        where = _orders_at(doc)
-        value = json_value(e.json, f"$.extensions[{i}].json")
-        if type(value) is not dict:
-            raise DecodeError(f"is {type(value).__name__}", where=where, expected='an object ({"orders": ...})')
-        orders = value.get("orders", {})
-        if type(orders) is not dict or not all(
-            type(v) is list and all(type(k) is str for k in v) for v in orders.values()
-        ):
-            raise DecodeError(
-                "orders is not an object of key lists", where=f"{where}.orders", expected='{"<node>": ["key", ...]}'
-            )
+        try:
+            at = Extension(LAYOUT_EXTENSION, i)
+            value = at.obj(json_value(e.json, f"$.extensions[{i}].json"), "$", 'an object ({"orders": ...})')
+            orders = at.obj(value.get("orders", {}), "$.orders", '{"<node>": ["key", ...]}')
+            for k, v in orders.items():
+                at.strings(v, f"$.orders[{json.dumps(k)}]", "the node's metadata keys in order")
+        except DecodeError as exc:
+            raise exc.with_source(source) from None
         return orders
     return {}
 
 
-def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
-    """The original model.json: ``stripped`` with every node's metadata from ``doc`` put back."""
+def merge_program(stripped: bytes, doc: Document, *, source: str, member: str | None = None) -> bytes:
+    """The original model.json: ``stripped`` with every node's metadata from ``doc`` (read from the
+    tracepack ``member``, named in errors about it) put back."""
     from tracepack.io.guard import parse_json
     from tracepack.torch.export.model_json import _loads
 
     return parse_json(
-        lambda: _dumps(merge_into(_loads(stripped, source), doc, source=source)), stripped, source, LegacyFormatError
+        lambda: _dumps(merge_into(_loads(stripped, source), doc, source=source, member=member)),
+        stripped,
+        source,
+        LegacyFormatError,
     )
 
 
-def merge_into(program: Any, doc: Document, *, source: str) -> Any:
-    """``program`` (a parsed packed model.json) with every node's metadata from ``doc`` put back, in place."""
+def merge_into(program: Any, doc: Document, *, source: str, member: str | None = None) -> Any:
+    """``program`` (a parsed packed model.json) with every node's metadata from ``doc`` put back, in
+    place; ``member`` names the tracepack member ``doc`` was read from in errors about it."""
     graph = _main_graph(program, source)
-    orders = _orders(doc)
+    orders = _orders(doc, member or source)
     count = 0
     for index, (_, node) in enumerate(_walk(graph)):
         if index >= len(doc):
@@ -289,6 +292,7 @@ def merge_into(program: Any, doc: Document, *, source: str) -> Any:
         elif sorted(order) != sorted({**moved, **kept}):
             raise DecodeError(
                 "the metadata order it records is not the node's metadata keys",
+                source=member or source,
                 where=f"{_orders_at(doc)}.orders[{json.dumps(str(index))}]",
                 expected="the keys of the node's metadata, each once",
             )
@@ -383,7 +387,7 @@ def _merged_programs(archive: Archive) -> dict[str, bytes]:
             continue
         label = f"{archive.source}:{tpk}"
         doc = tracepack.loads(archive.read(tpk), source=label)
-        out[member] = merge_program(archive.read(member), doc, source=f"{archive.source}:{member}")
+        out[member] = merge_program(archive.read(member), doc, source=f"{archive.source}:{member}", member=label)
     return out
 
 
