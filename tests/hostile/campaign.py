@@ -651,7 +651,7 @@ def run(
     scope: str = "quick",
     classes: tuple[str, ...] = crafted.CLASSES,
     *,
-    timeout: float = 20.0,
+    timeout: float = 30.0,
     jobs: int = 1,
     save: Path | None = None,
     every: int = 23,
@@ -726,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--class", dest="classes", action="append", choices=crafted.CLASSES, help="only these classes")
     p.add_argument("--every", type=int, default=23, help="quick scope: every N-th input of each class")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per entry-point run before it is a hang")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per entry-point run before it is a hang")
     p.add_argument("--save", type=Path, help="write every bad input and a note to this folder")
     p.add_argument("--json", type=Path, help="write the report as JSON")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

@@ -336,3 +336,25 @@ def test_a_sample_document_still_round_trips_through_the_checks() -> None:
     doc = import_model_json(text, source="model.json")
     assert export_model_json(doc) == text
     assert export_model_json(tracepack.loads(tracepack.dumps(doc, codec="flatbuffers"))) == text
+
+
+def test_the_upgrade_of_an_old_archive_names_the_file(tmp_path: Path) -> None:
+    """A torch 2.1 program with a backward signature (the campaign gave it one of every JSON type):
+    the upgrade refuses it, naming the file and the member, for tracepack.torch.load and upgrade."""
+    src = ROOT / "tests/data/torch/releases/2.1/dynamic.pt2"
+    with zipfile.ZipFile(src) as z:
+        program = json.loads(z.read("serialized_exported_program.json"))
+    program["graph_module"]["signature"]["backward_signature"] = "x"
+    out = io.BytesIO()
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(out, "w") as w:
+        for info in z.infolist():
+            body = json.dumps(program).encode() if info.filename == "serialized_exported_program.json" else z.read(info)
+            w.writestr(info, body)
+    path = tmp_path / "old.pt2"
+    path.write_bytes(out.getvalue())
+    want = f"{path}:serialized_exported_program.json: $.graph_module.signature.backward_signature: "
+    with pytest.raises(LegacyFormatError) as err:
+        tt.load(path)
+    assert _one_line(err.value).startswith(want)
+    assert main(["upgrade", str(path), str(tmp_path / "new.pt2")]) == 2
+    assert not (tmp_path / "new.pt2").exists()
