@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch test-torch demo smoke test test-fast generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big campaign release-schema schema-fuzz clean
+.PHONY: help venv venv-torch test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big campaign release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,12 +63,19 @@ test: $(STAMP) venv-torch ## Run the whole test suite (thorough hypothesis profi
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
 	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q
 
+conformance: $(STAMP) ## Run the conformance suite (conformance/, spec/12-conformance.md) against the Python CLI
+	$(BIN)/python -m conformance.run --impl "$(BIN)/tracepack" -j 2 -q
+
+conformance-vectors: $(STAMP) ## Write conformance/ again (vectors, expected outputs, manifest) after a format change
+	$(BIN)/python -m conformance.generate
+
 generate: $(STAMP) ## Regenerate generated/ from schema/
 	$(BIN)/python -m tracepack.codegen generate
 
 check: $(STAMP) ## Fail if generated/ is stale, code is not ruff-clean or not mypy-clean
 	$(BIN)/python -m tracepack.codegen check
 	$(BIN)/python -m tracepack.schema_check --all schema
+	$(BIN)/python -m conformance.generate --check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -115,6 +115,9 @@ def check_sdist(path: Path) -> None:
         "tests/conftest.py",
         "tests/golden/MANIFEST.sha256",
         "tests/readme/transcript.py",
+        "spec/README.md",
+        "conformance/manifest.json",
+        "conformance/run.py",
         "src/tracepack/data/sample/model.json",
         "src/tracepack/codecs/_cforms.c",
         ".ci/run",
@@ -136,6 +139,7 @@ def check_wheel(path: Path) -> None:
         "tracepack_generated/jsonschema/tracepack-1.1.schema.json",
         "tracepack/data/sample/tiny_transformer.pt2",
         "tracepack/codecs/_cforms.pyi",
+        "tracepack/data/zstd/MANIFEST.tsv",  # the built-in dictionaries, for other readers (spec §8.2)
     ]
     missing = [n for n in need if n not in names]
     if missing:

@@ -1,4 +1,4 @@
-"""The ``.tpk`` container: a fixed 48-byte header, then the payload.
+"""The ``.tpk`` container: a fixed 48-byte header, then the payload (normative: spec/01-container.md).
 
 =======  ====  ==========================================================
 offset   size  field (little-endian)

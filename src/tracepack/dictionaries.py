@@ -40,6 +40,7 @@ __all__ = [
     "dictionary_path",
     "get",
     "known",
+    "manifest",
     "resolve",
 ]
 
@@ -270,6 +271,25 @@ def get(name: str = DEFAULT) -> zstandard.ZstdCompressionDict:
 def resolve(value: zstandard.ZstdCompressionDict | str | None) -> zstandard.ZstdCompressionDict | None:
     """A dictionary argument as given to ``dumps``: an object, a built-in's name, or None."""
     return get(value) if isinstance(value, str) else value
+
+
+#: The machine-readable list of :data:`BUILTIN` shipped beside the files (spec §8.2), for other readers.
+MANIFEST_FILE: Final = "MANIFEST.tsv"
+
+
+def manifest() -> str:
+    """The text of ``tracepack/data/zstd/MANIFEST.tsv``: one tab-separated line per entry of
+    :data:`BUILTIN` (id in decimal, name, file, sha256, ``shipped`` or ``withdrawn``), oldest first,
+    after two comment lines and the column names. A test checks the file is this text."""
+    lines = [
+        "# tracepack's built-in zstd dictionaries (spec/08-compression.md, §8.2): one line per id ever given;",
+        "# lines are only added. A withdrawn dictionary's file is not shipped; its id stays reserved.",
+        "id\tname\tfile\tsha256\tstatus",
+    ]
+    lines += [
+        f"{d.dict_id}\t{d.name}\t{d.file}\t{d.sha256}\t{'withdrawn' if d.withdrawn else 'shipped'}" for d in BUILTIN
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def known() -> str:

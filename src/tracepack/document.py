@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from itertools import accumulate
-from operator import ne
+from operator import ge, ne
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracepack import interned_json
@@ -103,6 +103,14 @@ class Document(ModuleRendering):
                 f"sources take {sum(src.line_count)} lines but the pool has {len(src.lines)}",
                 where="$.sources.line_count",
                 expected="line counts that add up to len($.sources.lines)",
+            )
+        handles = self.raw.debug_handles.handle
+        if len(handles) > 1 and any(map(ge, handles, handles[1:])):
+            i = next(i for i in range(1, len(handles)) if handles[i - 1] >= handles[i])
+            raise IntegrityError(
+                f"debug handle {handles[i]} follows {handles[i - 1]}",
+                where=f"$.debug_handles.handle[{i}]",
+                expected="handles strictly ascending (readers find a handle by binary search)",
             )
         self._validate_provenance()
 

@@ -16,7 +16,7 @@ from typing import Any
 import zstandard
 
 from tracepack.document import Document
-from tracepack.errors import InputError
+from tracepack.errors import ContainerError, InputError
 
 __all__ = ["EXPECTED", "ZstdDict", "describe", "read_document", "sniff", "zstd_dictionary"]
 
@@ -117,6 +117,8 @@ def read_document(
             source=source,
             expected=EXPECTED,
         )
-    raise InputError(
+    # Not a .tpk either: what tracepack.loads says of such bytes (spec §1.3 steps 1-2), so every reader
+    # (and `tracepack cat`, the conformance protocol's command) gives one class for them.
+    raise ContainerError(
         f"not a format tracepack reads: {describe(data)}", source=source, where="byte 0", expected=EXPECTED
     )

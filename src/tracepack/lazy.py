@@ -514,8 +514,10 @@ class LazyDocument(ModuleRendering):
         r = self._r
         at = self._strings_at + 4 * i + self._string_offsets[i]
         size = r.u32(at) if not 0 <= at <= r.n - 4 else _U32.unpack_from(r.mv, at)[0]  # r.u32 raises
-        if at + 4 + size > r.n:
+        if at + 4 + size >= r.n:
             raise rt.Bad(f"string {i} at byte {at} overruns the buffer ({r.n} bytes)")
+        if r.mv[at + 4 + size]:
+            raise rt.Bad(f"string {i} at byte {at} has no NUL after it")
         return r.mv[at + 4 : at + 4 + size]
 
     def _string(self, i: int, where: str) -> str:
@@ -610,31 +612,32 @@ class LazyDocument(ModuleRendering):
             raise self._fail(exc, f"$.graph.nodes[{i}].name") from None
 
     def _find(self, key: bytes) -> int | None:
+        """The last node named ``key`` (spec §2.9.5), found with the side index when it leads there; the
+        index is derived data (spec §5.4): one that does not (an entry out of range, a wrong order) is
+        never an error, the lookup then scans the names, as it does for a file without an index."""
         order = self._by_name
         n = self._node_count
-        if order is None:
-            if self._name_table is None:
-                self._name_table = {self._name_of(i): i for i in range(n)}
-            return self._name_table.get(key)
-        lo, hi = 0, n
-        while lo < hi:  # bisect_left; at most log2(n) + 1 rounds
-            mid = (lo + hi) // 2
-            j = order[mid]
-            if j >= n:
-                raise IntegrityError(
-                    f"side index entry {j} is out of range", source=self.path, where="SideIndex.nodes_by_name"
-                )
-            if self._name_of(j) < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < n:
-            j = order[lo]
-            if j < n and self._name_of(j) == key:
-                # The column layout: a damaged name column may repeat a name the index does not know
-                # of; the last node of that name is the answer, as in tracepack.Document.
-                return int(j) if self._cl is None else self._cl.last_named_alike(int(j))
-        return None
+        if order is not None:
+            lo, hi = 0, n
+            while lo < hi:  # bisect_left; at most log2(n) + 1 rounds
+                mid = (lo + hi) // 2
+                j = order[mid]
+                if j >= n:
+                    lo = -1  # a damaged index: scan instead
+                    break
+                if self._name_of(j) < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if 0 <= lo < n:
+                j = order[lo]
+                if j < n and self._name_of(j) == key:
+                    # The column layout: a damaged name column may repeat a name the index does not know
+                    # of; the last node of that name is the answer, as in tracepack.Document.
+                    return int(j) if self._cl is None else self._cl.last_named_alike(int(j))
+        if self._name_table is None:
+            self._name_table = {self._name_of(i): i for i in range(n)}
+        return self._name_table.get(key)
 
     # -- debug info -------------------------------------------------------------------------
 

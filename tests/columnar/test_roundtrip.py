@@ -117,6 +117,9 @@ def test_layout(doc: tracepack.Document) -> None:
         if encoding == columnar.DELTA:
             plain = _undelta(values)
             assert len(msgspec.msgpack.encode(values)) < len(msgspec.msgpack.encode(plain)), path
+        elif encoding == columnar.FORMS:  # a string column (spec §6.4.3): five lists, the first the literals
+            assert len(values) == 5, path
+            assert all(type(s) is str for s in values[0]), path
         else:
             assert encoding == columnar.PLAIN
             if len(values) > 2 and all(type(v) is int for v in values) and not path.endswith("#tag"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import re
 import sys
@@ -77,8 +78,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _report(exc: BaseException, args: argparse.Namespace | None, text: str) -> None:
+    """The one line on standard error: ``tracepack: TEXT``, or with ``--error-format json`` (``cat`` and
+    ``trace``, the conformance protocol of spec §12.2) one JSON object naming the error class and place."""
+    if getattr(args, "error_format", "text") == "json":
+        where = exc.where if isinstance(exc, TracepackError) else None
+        name = type(exc).__name__ if isinstance(exc, TracepackError) else "InternalError"
+        print(json.dumps({"error": name, "place": where, "message": text}), file=sys.stderr)
+    else:
+        print(f"tracepack: {text}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tracepack`` command; returns the exit code."""
+    args: argparse.Namespace | None = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args, rest = build_parser(words[0] if words else None).parse_known_args(words)
@@ -91,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with limits.raised(**limit_settings(args)), limits.rendering():
             return int(args.func(args))
     except TracepackError as exc:
-        print(f"tracepack: {exc}", file=sys.stderr)
+        _report(exc, args, str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("tracepack: interrupted", file=sys.stderr)
@@ -105,5 +118,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     except Exception as exc:  # the CLI's promise: one line, never a traceback
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-        print(f"tracepack: internal error: {text} (please report this)", file=sys.stderr)
+        _report(exc, args, f"internal error: {text} (please report this)")
         return EXIT_INTERNAL

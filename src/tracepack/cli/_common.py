@@ -60,6 +60,17 @@ def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON (machine-readable)")
 
 
+def add_error_format(p: argparse.ArgumentParser) -> None:
+    """``--error-format text|json``: how an error is reported on standard error (spec §12.2)."""
+    p.add_argument(
+        "--error-format",
+        choices=["text", "json"],
+        default="text",
+        help='json: report an error as one JSON object {"error": CLASS, "place": PLACE, "message": LINE} '
+        "(the conformance suite's protocol, spec/12-conformance.md)",
+    )
+
+
 def add_limit(p: argparse.ArgumentParser) -> None:
     """``--limit NAME=VALUE`` (every command): raise one budget of :mod:`tracepack.io.limits`."""
     p.add_argument(

@@ -12,6 +12,7 @@ from tracepack.cli._common import (
     EXIT_OK,
     STDIO,
     Stages,
+    add_error_format,
     add_force,
     add_fsync,
     add_json,
@@ -227,7 +228,10 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     path = args.file
-    keys: list[str | int] = [int(k[1:]) if k.startswith("#") and k[1:].isdigit() else k for k in args.nodes]
+    # "#I" is an index when I is ASCII digits (spec §11.3); any other word, "#²" and "#-1" included, is a name
+    keys: list[str | int] = [
+        int(k[1:]) if k.startswith("#") and k[1:].isascii() and k[1:].isdigit() else k for k in args.nodes
+    ]
     found: list[dict[str, Any]] = []
     try:
         if path != STDIO and _is_plain_flatbuffers(path):
@@ -375,6 +379,7 @@ def register(sub: Any) -> None:
     t.add_argument("file", help="a .tpk (uncompressed FlatBuffers files are read lazily) or a model.json")
     t.add_argument("nodes", nargs="+", metavar="NODE", help="node name, or #INDEX (several may be given)")
     t.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_error_format(t)
     add_json(t)
     t.set_defaults(func=cmd_trace)
 

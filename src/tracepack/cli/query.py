@@ -11,6 +11,7 @@ from typing import Any
 from tracepack.cli._common import (
     EXIT_OK,
     STDIO,
+    add_error_format,
     add_force,
     add_fsync,
     add_json,
@@ -197,6 +198,7 @@ def register(sub: Any) -> None:
     c.add_argument("-o", "--output", default=STDIO, metavar="OUT", help="write here instead of standard output")
     c.add_argument("--compact", action="store_true", help="JSON on one line")
     c.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the file was compressed with")
+    add_error_format(c)
     add_force(c)
     add_fsync(c)
     c.set_defaults(func=cmd_cat)

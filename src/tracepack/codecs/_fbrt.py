@@ -553,8 +553,10 @@ class Reader:
     def string(self, pos: int) -> str:
         size = self.u32(pos)
         end = pos + 4 + size
-        if end > self.n:
-            raise Bad(f"string of {size} bytes at byte {pos} overruns the buffer ({self.n} bytes)")
+        if end >= self.n or self.mv[end]:  # FlatBuffers strings end in a NUL (spec §5.2), as its Verifier checks
+            if end >= self.n:
+                raise Bad(f"string of {size} bytes at byte {pos} overruns the buffer ({self.n} bytes)")
+            raise Bad(f"string of {size} bytes at byte {pos} has no NUL after it")
         return str(self.mv[pos + 4 : end], "utf-8")
 
     def bytes_(self, pos: int) -> bytes:
@@ -571,8 +573,10 @@ class Reader:
             if p > n - 4:
                 raise bad(Bad(f"string at byte {p} is outside the buffer ({n} bytes)"), f"[{i}]")
             end = p + 4 + unpack(mv, p)[0]
-            if end > n:
+            if end >= n:
                 raise bad(Bad(f"string at byte {p} overruns the buffer ({n} bytes)"), f"[{i}]")
+            if mv[end]:
+                raise bad(Bad(f"string at byte {p} has no NUL after it"), f"[{i}]")
             try:
                 out.append(str(mv[p + 4 : end], "utf-8"))
             except UnicodeDecodeError as e:

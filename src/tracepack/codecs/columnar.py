@@ -1,5 +1,8 @@
 """The columnar codec: the whole document shredded into one column per path, for compression.
 
+The bytes, as any reader must read them, are specified in spec/06-columnar.md; this is how this
+implementation writes and reads them.
+
 Rows of the positional codec interleave fields (a node's name, target, inputs, stack...), and
 the string-index columns in them grow steadily: zstd sees neither. This codec stores every
 *path* of the typed document as one column, Dremel-style, and delta-codes integer columns
@@ -925,6 +928,36 @@ def _by_path(
 # -- the codec ---------------------------------------------------------------------------------------
 
 _payload_decoder: Final = msgspec.msgpack.Decoder(_Payload)
+#: The payload map with its values left raw: how many distinct keys it has, and where its columns are.
+_top_decoder: Final = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
+
+
+def _map_size(data: bytes | memoryview | msgspec.Raw) -> int | None:
+    """The number of entries a MessagePack map's header declares (None: not a map)."""
+    head = memoryview(data)[:5]
+    if not head:
+        return None
+    lead = head[0]
+    if 0x80 <= lead <= 0x8F:
+        return lead & 0x0F
+    if lead == 0xDE and len(head) >= 3:
+        return int.from_bytes(head[1:3], "big")
+    if lead == 0xDF and len(head) >= 5:
+        return int.from_bytes(head[1:5], "big")
+    return None
+
+
+def _check_unique_keys(data: bytes | memoryview, columns: int, source: str | None) -> None:
+    """A map MUST NOT repeat a key (spec §6.1): msgspec keeps the last of equal keys, so the maps' declared
+    sizes are compared with the keys they gave."""
+    top = _top_decoder.decode(data)  # the payload decoded already: a map with str keys
+    if _map_size(data) != len(top):
+        raise DecodeError("the payload map has a key twice", source=source, where="payload", expected="each key once")
+    raw = top.get("columns")
+    if raw is not None and _map_size(raw) != columns:
+        raise DecodeError(
+            "the columns map has a key twice", source=source, where="payload.columns", expected="each column once"
+        )
 
 
 def encode(raw: Any, version: tuple[int, int]) -> bytes:
@@ -956,14 +989,16 @@ def encode_model(raw: Any, root: type) -> bytes:
 def decode_model(data: bytes | memoryview, root: type, *, source: str | None = None) -> Any:
     """Decode columns into an instance of the struct type ``root`` (see :func:`encode_model`)."""
     plan = _plan(root)
+    from tracepack.io.guard import run
+
     try:
-        payload = _payload_decoder.decode(data)
+        # Nesting (in columns this build does not read) is held to the max_depth budget exactly (spec §9.6).
+        payload = run(lambda: _payload_decoder.decode(data), source, DecodeError, "payload", msgpack=data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise DecodeError(f"not a columnar payload: {exc}", source=source, where="payload") from None
     except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
         raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
-    except RecursionError:
-        raise DecodeError("values nested too deeply", source=source, where="payload") from None
+    _check_unique_keys(data, len(payload.columns), source)
     if payload.format != FORMAT:
         raise DecodeError(
             f"the format marker is {payload.format!r}", source=source, where="payload.format", expected=repr(FORMAT)

@@ -1,5 +1,7 @@
 """The FlatBuffers column layout: the whole document as typed FlatBuffers vectors, one column per path.
 
+Normative: spec/07-flatbuffers-columns.md.
+
 The row layout (:mod:`tracepack.codecs.flatbuffers`, codec id 2) stores a table per node, per
 argument, per value: every row repeats its vtable and offsets, and zstd finds little in it. This
 layout (codec id 4) stores the same document as *columns*, one per path of the schema. The paths,
