@@ -103,6 +103,71 @@ def test_a_broken_node_in_a_nested_graph_names_its_path(tmp_path: Path) -> None:
     assert f": {where}: torch cannot load the program: " in _one_line(err.value)
 
 
+def _tensor_value(p: Any, name: str = "p_embed_bias") -> Any:
+    return p["graph_module"]["graph"]["tensor_values"][name]
+
+
+#: torch's errors outside any node (found by the torch_load fuzz harness: a tensor value torch cannot
+#: make, a tree spec it cannot read, a signature its verifier refuses) -> the place named, what torch
+#: said, and what torch.export.load (the reference) raises on the same archive.
+ELSEWHERE: dict[str, tuple[Callable[[Any], None], str, str, type[Exception], str]] = {
+    "device not a device": (
+        lambda p: _tensor_value(p)["device"].update(type="nodevice"),
+        '$.graph_module.graph.tensor_values["p_embed_bias"]',
+        "RuntimeError: Expected one of cpu",
+        RuntimeError,
+        "error when deserializing",  # torch logs its RuntimeError as a warning and raises this one
+    ),
+    "strides longer than sizes": (
+        lambda p: _tensor_value(p)["strides"].append({"as_int": 1}),
+        '$.graph_module.graph.tensor_values["p_embed_bias"]',
+        "RuntimeError: dimensionality of sizes (1) must match dimensionality of strides (2)",
+        RuntimeError,
+        "error when deserializing",
+    ),
+    "integer that requires grad": (
+        lambda p: _tensor_value(p).update(dtype=4),
+        '$.graph_module.graph.tensor_values["p_embed_bias"]',
+        "RuntimeError: only Tensors of floating point dtype can require gradients",
+        RuntimeError,
+        "error when deserializing",
+    ),
+    "input with no value": (
+        lambda p: p["graph_module"]["graph"]["inputs"][1]["as_tensor"].update(name="p_no_such"),
+        "$.graph_module.graph",
+        "KeyError: 'p_no_such'",
+        KeyError,
+        "p_no_such",
+    ),
+    "tree spec of another protocol": (
+        lambda p: p["graph_module"]["module_call_graph"][0]["signature"].update(in_spec='[0, {"type": null}]'),
+        "$.graph_module.module_call_graph[0].signature",
+        "ValueError: Unknown protocol 0",
+        ValueError,
+        "Unknown protocol 0",
+    ),
+    "input spec naming no node": (
+        lambda p: p["graph_module"]["signature"]["input_specs"][0]["parameter"]["arg"].update(name="p_other"),
+        "$.graph_module.signature",
+        "SpecViolationError: Input spec name p_other does not match node name p_embed_weight",
+        torch._export.verifier.SpecViolationError,
+        "Input spec name p_other does not match",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ELSEWHERE))
+def test_torchs_errors_outside_nodes_name_the_part_it_was_reading(case: str, tmp_path: Path) -> None:
+    edit, where, said, reference, reference_said = ELSEWHERE[case]
+    path = _edited(tmp_path, edit)
+    with pytest.raises(reference, match=reference_said):
+        torch.export.load(path)  # the reference refuses it too
+    with pytest.raises(LegacyFormatError) as err:
+        tt.load(path)
+    text = _one_line(err.value)
+    assert text.startswith(f"{path}:{PROGRAM}: {where}: torch cannot load the program: {said}"), text
+
+
 # -- parsers: depth, digits, UTF-8 -------------------------------------------------------------------
 
 

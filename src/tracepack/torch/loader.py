@@ -539,7 +539,8 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
         rebound.state.sympy = None
 
 
-#: Where torch's deserializer was, by its function names, when no node was being read.
+#: Where torch's deserializer (or the verifier ExportedProgram runs) was, by its function names,
+#: when no part of the program it was reading is known (see :func:`_places`).
 _PLACES = {
     "deserialize_signature": "$.graph_module.signature",
     "deserialize_input_spec": "$.graph_module.signature.input_specs",
@@ -547,38 +548,45 @@ _PLACES = {
     "deserialize_range_constraints": "$.range_constraints",
     "deserialize_module_call_graph": "$.graph_module.module_call_graph",
     "deserialize_module_call_signature": "$.graph_module.module_call_graph",
+    "_verify_exported_program_signature": "$.graph_module.signature",
 }
 
 
 def _torch_error(exc: BaseException, serialized: Any, source: str) -> LegacyFormatError:
     """torch's error on a program (``SerializeError`` for a node whose target is not an operator, a
-    RuntimeError for sizes that do not fit, ...) as a LegacyFormatError naming the JSON path of the
-    node it was reading (nested graphs too) and what torch said, in one line."""
-    import traceback
+    RuntimeError for sizes that do not fit, ...) as a LegacyFormatError naming the JSON path of what
+    it was reading when it failed, and what torch said, in one line.
 
+    The place is found by identity, not by torch's variable names: the innermost frame of the
+    traceback whose arguments (or a ``serialized_node`` it is looping over) are a part of the
+    program :func:`_places` knows (a node of any graph, nested ones too, a tensor or symbolic value,
+    an input or output spec, a range constraint, a module call entry, a graph) names it; failing
+    that, the function it was in (:data:`_PLACES`); failing that, ``$``. Whatever builds the program
+    (torch's code, or a faster road through it) is named the same way."""
     chain: list[BaseException] = []
     e: BaseException | None = exc
     while e is not None and e not in chain:
         chain.append(e)
         e = e.__cause__ or e.__context__
-    nodes: list[Any] = []
-    functions: list[str] = []
-    for link in chain:
-        for frame, _ in traceback.walk_tb(link.__traceback__):
-            functions.append(frame.f_code.co_name)
-            node = frame.f_locals.get("serialized_node")
-            if node is not None and all(node is not n for n in nodes):
-                nodes.append(node)
+    places = _places(serialized)
+    frames = _innermost_first(chain)
+    functions = {frame.f_code.co_name for frame in frames}
     root = chain[-1]
-    where = next((_PLACES[f] for f in reversed(functions) if f in _PLACES), "$")
-    if nodes:
-        where = _node_path(serialized, nodes)
-        if "deserialize_operator" in functions or "to an operator" in str(root):
-            where += ".target"
+    where, node = "$", None
+    for frame in frames:
+        hit = _frame_place(frame, places)
+        if hit is not None:
+            where, node = hit
+            break
+        if frame.f_code.co_name in _PLACES:
+            where = _PLACES[frame.f_code.co_name]
+            break
+    if node is not None and ("deserialize_operator" in functions or "to an operator" in str(root)):
+        where += ".target"
     text = str(root).strip().splitlines()[0] if str(root).strip() else ""
     kind = f"{type(root).__name__}: {text[:200]}"
     if isinstance(root, RecursionError):
-        deep = _deep_metadata(nodes[-1]) if nodes else None
+        deep = _deep_metadata(node) if node is not None else None
         if deep is not None:  # JSON text in the metadata (from_node) that torch parses
             key, depth = deep
             where += f".metadata.{key}"
@@ -611,29 +619,66 @@ def _deep_metadata(node: Any) -> tuple[str, int] | None:
     return deepest if deepest is not None and deepest[1] > 0 else None
 
 
-def _node_path(serialized: Any, nodes: list[Any]) -> str:
-    """The JSON path of the innermost of ``nodes`` (torch's Node objects, outermost first, each in a
-    graph nested in an argument of the one before)."""
-    path = "$.graph_module.graph"
-    graph = getattr(getattr(serialized, "graph_module", None), "graph", None)
-    for depth, node in enumerate(nodes):
-        found = next((i for i, n in enumerate(getattr(graph, "nodes", ())) if n is node), None)
-        if found is None:
-            return path
-        path += f".nodes[{found}]"
-        if depth + 1 == len(nodes):
-            break
-        inner = nodes[depth + 1]
-        for j, named in enumerate(getattr(node, "inputs", ())):
-            sub = getattr(getattr(named, "arg", None), "as_graph", None)
-            sub_graph = getattr(sub, "graph", None)
-            if sub_graph is not None and any(n is inner for n in getattr(sub_graph, "nodes", ())):
-                path += f".inputs[{j}].arg.as_graph.graph"
-                graph = sub_graph
-                break
-        else:
-            return path
-    return path
+def _innermost_first(chain: list[BaseException]) -> list[Any]:
+    """The frames of an exception chain (outermost exception first), in reverse: the innermost frame
+    of the innermost cause first, the frame that caught the outermost one last."""
+    import traceback
+
+    return [frame for link in chain for frame, _ in traceback.walk_tb(link.__traceback__)][::-1]
+
+
+def _frame_place(frame: Any, places: dict[int, tuple[str, bool]]) -> tuple[str, Any] | None:
+    """The JSON path of the part of the program ``frame`` was reading (its ``serialized_node``, then
+    its arguments), and that part if it is a node; None: none of them is one."""
+    code = frame.f_code
+    local = frame.f_locals
+    names = ["serialized_node", *code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]]
+    for name in names:
+        value = local.get(name)
+        found = places.get(id(value)) if value is not None else None
+        if found is not None:
+            path, is_node = found
+            return path, value if is_node else None
+    return None
+
+
+def _places(serialized: Any) -> dict[int, tuple[str, bool]]:
+    """``id(part) -> (JSON path, is a node)`` for the parts of torch's ``schema.ExportedProgram`` its
+    deserializer reads one at a time: every graph (nested ones in ``as_graph`` arguments too) with
+    its nodes and named values, the signature's specs, the range constraints and module call graph
+    entries. Walked without recursion (nested graphs are as deep as the file's budget allowed)."""
+    import json
+
+    out: dict[int, tuple[str, bool]] = {}
+    gm = getattr(serialized, "graph_module", None)
+    signature = getattr(gm, "signature", None)
+    for table in ("input_specs", "output_specs"):
+        for i, spec in enumerate(getattr(signature, table, None) or ()):
+            out.setdefault(id(spec), (f"$.graph_module.signature.{table}[{i}]", False))
+    for i, entry in enumerate(getattr(gm, "module_call_graph", None) or ()):
+        out.setdefault(id(entry), (f"$.graph_module.module_call_graph[{i}]", False))
+        call = getattr(entry, "signature", None)
+        if call is not None:
+            out.setdefault(id(call), (f"$.graph_module.module_call_graph[{i}].signature", False))
+    constraints = getattr(serialized, "range_constraints", None)
+    for key, value in constraints.items() if isinstance(constraints, dict) else ():
+        out.setdefault(id(value), (f"$.range_constraints[{json.dumps(key)}]", False))
+    todo = [(getattr(gm, "graph", None), "$.graph_module.graph")]
+    while todo:
+        graph, path = todo.pop()
+        if graph is None or id(graph) in out:
+            continue
+        out[id(graph)] = (path, False)
+        for table in ("tensor_values", "sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values"):
+            values = getattr(graph, table, None)
+            for key, value in values.items() if isinstance(values, dict) else ():
+                out.setdefault(id(value), (f"{path}.{table}[{json.dumps(key)}]", False))
+        for i, node in enumerate(getattr(graph, "nodes", None) or ()):
+            out.setdefault(id(node), (f"{path}.nodes[{i}]", True))
+            for j, named in enumerate(getattr(node, "inputs", None) or ()):
+                sub = getattr(getattr(named, "arg", None), "as_graph", None)
+                todo.append((getattr(sub, "graph", None), f"{path}.nodes[{i}].inputs[{j}].arg.as_graph.graph"))
+    return out
 
 
 def load_pt2(
