@@ -26,7 +26,10 @@ Figures:
 * (c) the lazy reader's verification, in both FlatBuffers layouts (rows, and columns: codec id 4):
   open (snapshot + CRC-32) + one trace against the same with ``checksum=False`` (no target; the
   >= 100x lookup-vs-decode target with verification on is figure (a) of the flatbuffers section,
-  where ``tracepack.open`` verifies by default).
+  where ``tracepack.open`` verifies by default);
+* (f) the ``model.json`` exporter's extension checks (``tracepack.torch.export.checks``, issue 24) on
+  the 10k-node ``model.json``: ``export_model_json`` with them against the same with them switched
+  off, in the same process, alternated, CPU time (target <= 1.05x).
 """
 
 from __future__ import annotations
@@ -397,6 +400,48 @@ def _guard_cost(report: Report) -> None:
     )
 
 
+def _export_checks_cost(report: Report) -> None:
+    """Figure (f): what checking every extension and typed value costs ``export_model_json``."""
+    from benchmarks.corpus import stacked_model_json
+    from tracepack.torch.export import checks
+    from tracepack.torch.export.model_json import export_model_json, import_model_json
+
+    data = stacked_model_json(150)
+    doc = import_model_json(data, source="m.json")
+    names = ("check_value", "check_layout", "check_program", "check_nested_graph")
+    real = {name: getattr(checks, name) for name in names}
+
+    def unchecked(value: object = None, *args: object, **kwargs: object) -> object:
+        return value  # what each check returns when the value passes (check_value returns None)
+
+    def switch(on: bool) -> None:
+        for name in names:
+            setattr(checks, name, real[name] if on else unchecked)
+
+    timed = {True: float("inf"), False: float("inf")}
+    try:
+        for round_ in range(4):  # alternated, in CPU time
+            for on in (True, False) if round_ % 2 == 0 else (False, True):
+                switch(on)
+                assert export_model_json(doc) == data
+                t = best_time(lambda: export_model_json(doc), repeat=2, min_time=0.5, clock=time.process_time)
+                timed[on] = min(timed[on], t)
+    finally:
+        switch(True)
+    report.add(
+        Figure(
+            "hostile",
+            "(f) export_model_json: extension checks on vs off (10k nodes)",
+            timed[True],
+            timed[False],
+            "s",
+            target=1.05,
+            higher_is_better=False,
+            note=f"{len(doc):,} nodes, {len(doc.raw.graph.values):,} values; CPU time, alternated rounds",
+        )
+    )
+
+
 def run(report: Report) -> None:
     gib = float(os.environ.get("TRACEPACK_BENCH_PT2_GB", "2"))
     with tempfile.TemporaryDirectory(prefix="tracepack-bench-") as tmp:
@@ -405,6 +450,7 @@ def run(report: Report) -> None:
         _upgrade_rss(report, Path(tmp), gib)
         shutil.rmtree(tmp, ignore_errors=True)
     _guard_cost(report)
+    _export_checks_cost(report)
 
     from tracepack import traces
 

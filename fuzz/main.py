@@ -24,7 +24,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 from fuzz.harnesses import load
 
@@ -47,6 +47,11 @@ def _load_cforms(path: str) -> None:
     sys.modules["tracepack.codecs._cforms"] = module
     spec.loader.exec_module(module)
     tracepack.codecs._cforms = module  # type: ignore[attr-defined]
+
+
+#: What the torch harnesses' entry points import on their first call (``tracepack.torch.loader``,
+#: ``tracepack.torch.upgrade``), imported before fuzzing starts.
+_TORCH_WARM: Final = ("torch", "torch.export", "torch._export.serde.serialize", "torch.export.pt2_archive.constants")
 
 
 def import_everything(harness: ModuleType) -> None:
@@ -99,6 +104,13 @@ def main() -> None:
 
     name = os.environ["FUZZ_HARNESS"]
     harness = load(name)
+    if getattr(harness, "TORCH", False):
+        # torch and its deserializer now, not in the first input: their import (seconds, tens of seconds
+        # on a loaded machine at nice 19) counted against libFuzzer's per-input timeout, a "hang" on the
+        # empty input, and the restarted process paid it again
+        for module in _TORCH_WARM:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
     with atheris.instrument_imports(include=["tracepack", "tracepack_generated"]):
         import_everything(harness)
     record = Recorder(name, Path(os.environ.get("FUZZ_FINDINGS", "fuzz-findings")) / name)

@@ -1332,28 +1332,17 @@ class LazyNode:
 
 
 def _open_regular(path: str) -> tuple[int, int]:
-    """An open descriptor of the regular file ``path`` and its size; a FIFO or device is refused
-    before anything blocks."""
-    import stat
+    """An open descriptor of the regular file ``path`` and its size; a FIFO, device or folder is
+    refused before anything blocks (:func:`tracepack.io.files.open_regular`)."""
+    from tracepack.io.files import open_regular
 
-    from tracepack.io.files import kind_of
-
+    fd = open_regular(path)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot open: {exc.strerror}", source=path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"is {kind_of(st.st_mode)}, not a regular file", source=path, expected="a .tpk file")
-        os.set_blocking(fd, True)
+        size = os.fstat(fd).st_size
     except OSError as exc:
         os.close(fd)
         raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, st.st_size
+    return fd, size
 
 
 def _pread(fd: int, n: int, offset: int, path: str) -> bytes:

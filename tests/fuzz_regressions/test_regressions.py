@@ -19,45 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = Path(__file__).resolve().parent
 
 
-#: Findings whose cause another part of issue 24 fixes (not this branch): they fail today, and are
-#: expected to (strict: once the fix lands they pass, and this entry must go). harness -> (why, files).
-OPEN: dict[str, tuple[str, tuple[str, ...]]] = {
-    "model_json_export": (
-        "the model.json exporter does not yet validate the torch extensions it reads (issue 24 item 1)",
-        (
-            "dtype-not-a-dtype",
-            "nodes-layout-key-not-in-extras",
-            "nodes-layout-without-defaults",
-            "nodes-layout-without-extras",
-            "nodes-layout-without-keys",
-            "nodes-layout-without-whole",
-            "program-graph-module-without-signature",
-            "program-without-graph-module",
-            "program-without-graph-module-run",
-            "sym-shape-longer-than-shape",
-        ),
-    ),
-    "torch_load": (
-        "torch's own errors (SerializeError, SpecViolationError, ...) and invalid UTF-8 escape tracepack.torch.load "
-        "(issue 24 item 1)",
-        (
-            "AssertionError-deserializer.py-139",
-            "JSONDecodeError-deserializer.py-278",
-            "KeyError-deserializer.py-145",
-            "KeyError-deserializer.py-278",
-            "NotImplementedError-deserializer.py-278",
-            "RuntimeError-deserializer.py-144",
-            "RuntimeError-deserializer.py-148",
-            "RuntimeError-deserializer.py-151",
-            "SerializeError-deserializer.py-278",
-            "SpecViolationError-loader.py-509",
-            "UnicodeDecodeError-loader.py-121",
-            "UnicodeDecodeError-upgrade.py-118",
-            "ValueError-deserializer.py-278",
-            "parameter-not-in-state-dict",
-        ),
-    ),
-}
+#: Findings whose cause another part of the work fixes (not yet): they fail today, and are expected
+#: to (strict: once the fix lands they pass, and the entry must go). harness -> (why, files). Empty:
+#: every finding so far is fixed (the torch side's 24 of issue 24 item 1 too).
+OPEN: dict[str, tuple[str, tuple[str, ...]]] = {}
 
 
 def _cases(folder: Path) -> list[object]:

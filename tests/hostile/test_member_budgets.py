@@ -29,12 +29,15 @@ def _hint(budget: str) -> str:
     return f"--limit {budget}=N; Python: limits.raised({budget}=...)"
 
 
-def _lying_member(declared: int) -> bytes:
-    """A zip whose central directory declares ``declared`` bytes (zip64) for a 10-byte member."""
+def _lying_member(declared: int, compress_type: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A zip whose central directory declares ``declared`` bytes (zip64) for a 10-byte member
+    (deflated: a stored member's two sizes must agree, ``test_a_stored_member_lying_...``)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
         z.writestr("top/archive_format", b"pt2")
-        with z.open(zipfile.ZipInfo("top/data/0"), "w", force_zip64=True) as f:
+        info = zipfile.ZipInfo("top/data/0")
+        info.compress_type = compress_type
+        with z.open(info, "w", force_zip64=True) as f:
             f.write(b"0123456789")
         z.filelist[-1].file_size = declared  # what the central directory will say
     return out.getvalue()
@@ -50,11 +53,25 @@ def test_a_member_over_max_decompressed_is_refused_before_it_is_read() -> None:
         assert line.startswith("big.pt2:top/data/0: member of 5,368,709,120 bytes is over the max_decompressed budget")
         assert "4,294,967,296 bytes" in line
         assert _hint("max_decompressed") in line
-        with limits.raised(max_decompressed=8 << 30), pytest.raises(LegacyFormatError, match="the zip declares"):
-            archive.read("top/data/0")  # within the budget now, and the decompressor stops at the real end
+        with (
+            limits.raised(max_decompressed=8 << 30, max_ratio=1 << 40),
+            pytest.raises(LegacyFormatError, match="the zip declares"),
+        ):
+            archive.read("top/data/0")  # within the budgets now, and the decompressor stops at the real end
         assert archive.read("top/archive_format") == b"pt2"
         with limits.raised(max_decompressed=2), pytest.raises(LegacyFormatError, match="max_decompressed"):
             archive.read("top/archive_format")  # a lowered budget holds every member
+
+
+def test_a_stored_member_lying_about_its_size_is_refused_when_the_archive_opens() -> None:
+    """A stored member holds its size: one declaring 5 GiB while its local data is 10 bytes is refused
+    naming both sizes, before any member is read (a stored member's size is the archive's bytes)."""
+    with pytest.raises(LegacyFormatError) as err:
+        open_archive(_lying_member(5 << 30, zipfile.ZIP_STORED), source="big.pt2")
+    assert str(err.value) == (
+        "big.pt2:top/data/0: stored member of 5,368,709,120 bytes declares 10 stored bytes; "
+        "expected a stored member's two sizes equal"
+    )
 
 
 def test_the_torchscript_debug_reader_follows_the_budget_too() -> None:

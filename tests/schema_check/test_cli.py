@@ -138,7 +138,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
             ["base-1.0.toml", "invalid.toml"],
             "invalid.toml: 1 problem(s): $.structs.Point: field ids must be 0..1 without gaps; found 3",
         ),
-        (["base-1.0.toml", "missing.toml"], "missing.toml: cannot read: No such file or directory"),
+        (["base-1.0.toml", "missing.toml"], "missing.toml: cannot open: No such file or directory"),
         (["base-1.0.toml"], "expected OLD NEW, got 1 schema file(s)"),
         (["a.toml", "b.toml", "c.toml"], "expected OLD NEW, got 3 schema file(s)"),
         (["--all", "x", "y"], "--all takes a folder, not OLD NEW"),

@@ -82,15 +82,12 @@ def _max_rss_kib() -> int | None:
 
 
 def _hash_file(path: str) -> str:
-    from tracepack.io.files import kind_of
+    from tracepack.io.files import open_regular
 
-    st = os.stat(path)
-    import stat as _stat
-
-    if not _stat.S_ISREG(st.st_mode):
-        raise UsageError(f"is {kind_of(st.st_mode)}", source=path, expected="a regular file")
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    # a regular file only, refused as every other input path refuses a FIFO, device or folder (no
+    # window between a check and the open in which a FIFO could be put in its place and waited on)
+    with os.fdopen(open_regular(path), "rb") as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()

@@ -287,12 +287,11 @@ def _print_node(node: dict[str, Any]) -> None:
 def _is_plain_flatbuffers(path: str) -> bool:
     """Whether ``path`` is an uncompressed FlatBuffers .tpk (read lazily)."""
     from tracepack.container import HEADER_SIZE, read_header
+    from tracepack.io.files import peek
 
     try:
-        with Path(path).open("rb") as f:
-            head = f.read(HEADER_SIZE)
-        header = read_header(head, source=path)
-    except (OSError, TracepackError):
+        header = read_header(peek(path, HEADER_SIZE), source=path)  # a FIFO peeks as b"": never waited on
+    except TracepackError:
         return False  # the full reader reports what is wrong
     from tracepack.lazy import LAZY_CODECS
 
@@ -300,9 +299,16 @@ def _is_plain_flatbuffers(path: str) -> bool:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
+    check_output(args.out, force=args.force)
+    try:
+        return _expand(args)
+    except TracepackError as exc:  # what the document holds is wrong: name it (an archive's own errors name it)
+        raise exc.with_source(display(args.file)) from None
+
+
+def _expand(args: argparse.Namespace) -> int:
     from tracepack.torch.export import model_json as export_json
 
-    check_output(args.out, force=args.force)
     doc = load_any(args.file, zstd_dict=zstd_dict(args.zstd_dict))
     if args.archive is not None:
         archives = optional("tracepack.torch.archives")

@@ -501,10 +501,13 @@ def load_schema(path: str | Path, *, display: str | None = None) -> Schema:
     """Load ``path``; ``display`` is the name used in messages and generated headers."""
     path = Path(path)
     name = display or str(path)
+    from tracepack.errors import UsageError
+    from tracepack.io.files import read_input
+
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SchemaError(f"cannot read: {exc.strerror}", source=name) from None
+        data = read_input(path)  # a regular file only: a FIFO or device is refused, not waited on
+    except UsageError as exc:
+        raise SchemaError(exc.problem, source=name, expected=exc.expected) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -40,7 +40,16 @@ from typing import BinaryIO, Final
 from tracepack.errors import InputError, UsageError
 from tracepack.io import limits
 
-__all__ = ["atomic_output", "check_destination", "kind_of", "peek", "read_input", "write_atomic"]
+__all__ = [
+    "atomic_output",
+    "check_destination",
+    "check_regular",
+    "kind_of",
+    "open_regular",
+    "peek",
+    "read_input",
+    "write_atomic",
+]
 
 _O_TMPFILE: Final = getattr(os, "O_TMPFILE", 0)
 
@@ -68,6 +77,40 @@ def _os_problem(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+#: What every reader says a non-regular input is not (the CLI adds how to pipe data instead).
+_EXPECTED_FILE: Final = "a regular file"
+
+
+def open_regular(path: str | os.PathLike[str], *, expected: str = _EXPECTED_FILE, source: str | None = None) -> int:
+    """A read-only descriptor of the regular file at ``path`` (blocking, as files are): every input
+    path of every command and API opens its file here, so a FIFO (whose ``open`` waits for a writer,
+    forever if none comes), a device (``/dev/zero`` reads forever), a socket or a folder is refused
+    the same way, before anything blocks or a byte is read: a one-line
+    :class:`~tracepack.errors.UsageError` naming the file and what it is. The caller closes the
+    descriptor. ``source`` names the file in errors (default: ``path``)."""
+    name = source or os.fspath(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UsageError(f"cannot open: {_os_problem(exc)}", source=name) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"is {kind_of(mode)}, not a regular file", source=name, expected=expected)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_regular(path: str | os.PathLike[str], *, expected: str = _EXPECTED_FILE, source: str | None = None) -> None:
+    """Refuse ``path`` as :func:`open_regular` does, for a reader that opens it itself afterwards."""
+    os.close(open_regular(path, expected=expected, source=source))
+
+
 def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, dash_is_stdin: bool = False) -> bytes:
     """The bytes of a regular file (or of standard input for ``-``), refusing anything else."""
     name = os.fspath(path)
@@ -88,27 +131,17 @@ def read_input(path: str | os.PathLike[str], *, max_size: int | None = None, das
                 expected=f"a smaller input, {limits.hint('max_input')}",
             )
         return data
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot open: {_os_problem(exc)}", source=name) from None
+    fd = open_regular(
+        name, expected="a file (pipe data through standard input with '-')" if dash_is_stdin else _EXPECTED_FILE
+    )
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(
-                f"is {kind_of(st.st_mode)}, not a regular file",
-                source=name,
-                expected="a file (pipe data through standard input with '-')",
-            )
         if st.st_size > cap:
             raise InputError(
                 f"file of {st.st_size} bytes is larger than the {cap}-byte input limit",
                 source=name,
                 expected=f"a smaller input, {limits.hint('max_input')}",
             )
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
             # Ask for the size the file has (read(n) allocates n up front), then one byte more to
             # notice a file that grew meanwhile.

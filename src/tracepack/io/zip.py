@@ -44,11 +44,13 @@ __all__ = [
     "ZIP_ERRORS",
     "Archive",
     "ArchiveWriter",
+    "check_directory",
     "check_member",
     "FileSlice",
     "Member",
     "open_archive",
     "open_archive_file",
+    "read_member",
     "write_archive",
     "write_plain_archive",
 ]
@@ -58,7 +60,10 @@ ALIGN = 64
 #: (a caller raises it with ``limits.raised(max_decompressed=...)`` or ``--limit``).
 MAX_MEMBER_BYTES = limits.DEFAULT.max_decompressed
 _LOCAL_HEADER = 30
+_ZIP64_MARKER = 0xFFFFFFFF
 _CHUNK = 1 << 20
+#: How much :func:`read_member` reads at a time (one allocation per chunk, joined once at the end).
+_READ_CHUNK = 64 << 20
 #: Members from this size on keep their data's offset within a page when copied (see ArchiveWriter._info).
 _PAGE_MATCH = 1 << 20
 _PAGE = 4096
@@ -95,18 +100,61 @@ ZIP_ERRORS: tuple[type[Exception], ...] = (
 def open_zip(
     f: str | os.PathLike[str] | IO[bytes], *, source: str, expected: str
 ) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]:
-    """``zipfile.ZipFile(f)`` and its members, every member named: anything else is a LegacyFormatError."""
+    """``zipfile.ZipFile(f)`` and its members, every member named and its declared sizes checked
+    against the archive (:func:`check_directory`): anything else is a LegacyFormatError."""
     try:
         z = zipfile.ZipFile(f)
         infos = z.infolist()
     except ZIP_ERRORS as exc:
         raise LegacyFormatError(f"not a readable zip archive: {exc}", source=source, expected=expected) from None
-    for index, i in enumerate(infos):
-        if not i.filename:  # zipfile's is_dir() would raise IndexError
-            raise LegacyFormatError(
-                "a member has an empty name", source=source, where=f"member {index}", expected="named members"
-            )
+    try:
+        for index, i in enumerate(infos):
+            if not i.filename:  # zipfile's is_dir() would raise IndexError
+                raise LegacyFormatError(
+                    "a member has an empty name", source=source, where=f"member {index}", expected="named members"
+                )
+        check_directory(z, infos, source)
+    except BaseException:
+        z.close()
+        raise
     return z, infos
+
+
+def check_directory(z: zipfile.ZipFile, infos: list[zipfile.ZipInfo], source: str) -> None:
+    """Refuse a central directory whose sizes the archive cannot hold, before any member is read.
+
+    Every member's data lies between its local header and the central directory, so a member
+    whose declared compressed size (or offset) reaches past the directory's start is a lie: the
+    zip64 marker ``0xFFFFFFFF`` left in a 32-bit size field without a zip64 record says "4 GiB"
+    of a file of kilobytes, and a reader that believed it would allocate that much (``read(n)``
+    of a file allocates ``n``). A stored member holds exactly its size (plus the 12-byte header
+    of an encrypted one): a stored member declaring another size than it holds is refused too.
+    So what a reader allocates for a member is bounded by the archive's own bytes (a stored one)
+    or by the ratio budget over them (a compressed one, :func:`check_member`)."""
+    end = getattr(z, "start_dir", None)
+    if not isinstance(end, int):
+        try:
+            end = z.fp.seek(0, io.SEEK_END) if z.fp is not None else None
+        except (OSError, ValueError):
+            end = None
+    for info in infos:
+        where = f"{source}:{info.filename}"
+        if end is not None and info.header_offset + _LOCAL_HEADER + info.compress_size > end:
+            marker = _ZIP64_MARKER in (info.compress_size, info.file_size, info.header_offset)
+            raise LegacyFormatError(
+                f"declares {info.compress_size:,} bytes from byte {info.header_offset:,}, past the end of the "
+                f"members' data at byte {end:,}"
+                + (" (0xFFFFFFFF, the zip64 marker, without a zip64 record)" if marker else ""),
+                source=where,
+                expected="sizes and offsets within the archive",
+            )
+        encrypted = 12 if info.flag_bits & 0x1 else 0
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size + encrypted:
+            raise LegacyFormatError(
+                f"stored member of {info.file_size:,} bytes declares {info.compress_size:,} stored bytes",
+                source=where,
+                expected="a stored member's two sizes equal",
+            )
 
 
 def check_member(info: zipfile.ZipInfo, where: str) -> None:
@@ -129,6 +177,38 @@ def check_member(info: zipfile.ZipInfo, where: str) -> None:
             source=where,
             expected=f"a plausible size, {limits.hint('max_ratio')}",
         )
+
+
+def read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
+    """A member's bytes (checked against the budgets by the caller, its sizes by :func:`check_directory`):
+    read a chunk at a time, so memory follows the bytes the member really holds, never what it declares;
+    the decompressor stops one byte past the declared size, and a member that does not hold exactly its
+    declared size is refused. A member too large for the memory left is one line, not a MemoryError."""
+    parts: list[bytes] = []
+    got = 0
+    # a stored member in one read (its size is bounded by the archive's bytes); a compressed one in chunks
+    step = info.file_size + 1 if info.compress_type == zipfile.ZIP_STORED else _READ_CHUNK
+    try:
+        with z.open(info) as f:
+            while got <= info.file_size:
+                chunk = f.read(min(step, info.file_size + 1 - got))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+        data = b"".join(parts) if len(parts) != 1 else parts[0]
+    except MEMBER_ERRORS as exc:
+        raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
+    except MemoryError:
+        parts.clear()
+        raise LegacyFormatError(
+            f"member of {info.file_size:,} bytes does not fit in the memory left",
+            source=where,
+            expected="a smaller member",
+        ) from None
+    if len(data) != info.file_size:
+        raise LegacyFormatError(f"member holds {len(data)} bytes, the zip declares {info.file_size}", source=where)
+    return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +283,7 @@ class Archive:
         check_member(info, where)
         if limit is not None and info.file_size > limit:
             raise LegacyFormatError(f"member of {info.file_size} bytes exceeds the {limit}-byte limit", source=where)
-        try:
-            with self._zip.open(info) as f:
-                data = f.read(info.file_size + 1)
-        except MEMBER_ERRORS as exc:
-            raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
-        if len(data) != info.file_size:
-            raise LegacyFormatError(f"member holds {len(data)} bytes, the zip declares {info.file_size}", source=where)
-        return data
+        return read_member(self._zip, info, where)
 
     def torch_aligned(self) -> bool:
         """Whether every member carries torch's ``FB`` alignment padding (``PyTorchStreamWriter``);
@@ -317,23 +390,10 @@ def open_archive(data: bytes | bytearray | memoryview, *, source: str) -> Archiv
 
 def open_archive_file(path: str | os.PathLike[str], *, source: str | None = None) -> Archive:
     """Open an archive file for reading without reading it into memory (a regular file only)."""
-    import stat
-
-    from tracepack.errors import UsageError
-    from tracepack.io.files import kind_of
+    from tracepack.io.files import open_regular
 
     name = source or os.fspath(path)
-    try:
-        # O_NONBLOCK: a FIFO must be refused, not waited on.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot open: {exc.strerror}", source=name) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise UsageError(f"is {kind_of(mode)}, not a regular file", source=name, expected="a .pt2 or .pt archive")
-    os.set_blocking(fd, True)
-    f = os.fdopen(fd, "rb")
+    f = os.fdopen(open_regular(path, source=name), "rb")  # a FIFO, device or folder: refused, never waited on
     try:
         archive = Archive(f, source=name)
     except BaseException:

@@ -14,7 +14,7 @@ The ExecuTorch and torch readers are looked up by module name when such a file c
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
+import os
 from typing import Any
 
 from tracepack.errors import InputError
@@ -27,18 +27,21 @@ _PTE = "tracepack.torch.executorch.pte"
 
 
 def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    from tracepack.io.files import read_input
+
+    return read_input(path)  # a regular file only: a FIFO or device is refused, not waited on
 
 
 def _head(path: str) -> bytes:
+    from tracepack.io.files import open_regular
+
+    fd = open_regular(path)  # a FIFO or device is refused before anything blocks
     try:
-        with open(path, "rb") as f:
-            return f.read(64)
+        return os.read(fd, 64)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    finally:
+        os.close(fd)
 
 
 def _lazy_or_none(path: str, data: bytes) -> Any:

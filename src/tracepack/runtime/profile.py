@@ -270,7 +270,7 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
     """
     from tracepack.analysis.ops import same_op
 
-    n_nodes = len(sym.doc)  # type: ignore[arg-type]
+    n_nodes = len(sym.doc)
     names: dict[str, int | None] = {}
     out: dict[int, tuple[int, str, bool]] = {}
     for i, ev in enumerate(events):
@@ -364,7 +364,7 @@ def annotate_chrome(
         if not isinstance(event, dict):
             raise LegacyFormatError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
     events: list[dict[str, Any]] = trace["traceEvents"]
-    fx = fx_node_map(events, sym) if sym.kind == "handles" and len(sym.doc) else {}  # type: ignore[arg-type]
+    fx = fx_node_map(events, sym) if sym.kind == "handles" and len(sym.doc) else {}
     cache: dict[tuple[int, str], dict[str, Any]] = {}
     out = []
     for i, event in enumerate(events):

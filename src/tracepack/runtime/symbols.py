@@ -18,7 +18,6 @@ TorchScript lite-interpreter archives (mobile debug info)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
@@ -48,6 +47,7 @@ class _Doc(Protocol):  # what Document and LazyDocument both offer
     def node(self, key: str | int) -> Any: ...
     def debug_handle(self, handle: int) -> Any: ...
     def extension(self, name: str) -> str | None: ...
+    def __len__(self) -> int: ...
 
 
 def _deltas(values: list[int]) -> list[int]:
@@ -209,12 +209,12 @@ class Symbolicator:
             if text is None:
                 self._info = {}
             else:
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise DecodeError(
-                        f"the {METHOD_EXTENSION} extension is not JSON: {exc.msg}", source=self.source
-                    ) from None
+                from tracepack.document import json_value
+
+                try:  # guarded: nesting and integers within the budgets
+                    value = json_value(text, f"$.extensions ({METHOD_EXTENSION})")
+                except DecodeError as exc:
+                    raise exc.with_source(self.source) from None
                 self._info = value if type(value) is dict else {}
         return self._info
 
@@ -223,7 +223,10 @@ class Symbolicator:
         """ExecuTorch's ``debug_handle_map`` of the method: instruction id -> debug handles."""
         if self._instructions is None:
             obj = self.info.get("instructions")
-            self._instructions = decode_groups(obj, "$.instructions") if obj else {}
+            try:
+                self._instructions = decode_groups(obj, "$.instructions") if obj else {}
+            except DecodeError as exc:  # the artifact is what is wrong: name it
+                raise exc.with_source(self.source) from None
         return self._instructions
 
     @property
@@ -231,7 +234,10 @@ class Symbolicator:
         """Debug handle -> the indices of the graph nodes behind it."""
         if self._handle_nodes is None:
             obj = self.info.get("handle_nodes")
-            self._handle_nodes = decode_groups(obj, "$.handle_nodes") if obj else {}
+            try:
+                self._handle_nodes = decode_groups(obj, "$.handle_nodes") if obj else {}
+            except DecodeError as exc:  # the artifact is what is wrong: name it
+                raise exc.with_source(self.source) from None
         return self._handle_nodes
 
     @property
@@ -244,6 +250,13 @@ class Symbolicator:
         return str(self.info.get("format", "handles"))
 
     def _node(self, index: int) -> NodeAnswer:
+        if not 0 <= index < len(self.doc):  # the method extension's handle_nodes names a node that is not there
+            raise DecodeError(
+                f"malformed {METHOD_EXTENSION} extension (node {index} of {len(self.doc)})",
+                source=self.source,
+                where="$.handle_nodes",
+                expected=f"node indices below {len(self.doc)}",
+            )
         n = self.doc.node(index)
         return NodeAnswer(n.name, op_name(n.target), n.stack_trace, n.module_stack)
 
@@ -294,10 +307,13 @@ class Symbolicator:
         archive = self.doc.extension(TORCHSCRIPT_EXTENSION)
         if self._lite() is not None or archive is None:
             return None
+        from tracepack.document import json_value
+
         try:
-            reason = json.loads(archive).get("no_mobile_render")
-        except (ValueError, AttributeError):
-            reason = None
+            value = json_value(archive, f"$.extensions ({TORCHSCRIPT_EXTENSION})")
+        except DecodeError as exc:
+            raise exc.with_source(self.source) from None
+        reason = value.get("no_mobile_render") if type(value) is dict else None
         if isinstance(reason, str):
             return (
                 f"torch's exact text is not available: when the archive was imported, {reason}; "

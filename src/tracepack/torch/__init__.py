@@ -25,6 +25,7 @@ So every detail torch serializes survives, node metadata (``stack_trace``,
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Sequence
 from typing import IO, Any, TypeAlias
@@ -70,42 +71,59 @@ def to_document(ep: ExportedProgram) -> Document:
     return export_json.import_model_json(model_json(ep), source="<ExportedProgram>")
 
 
-def _placeholder_weights(program: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Zero tensors shaped like the program's parameters, buffers and tensor constants."""
-    dtypes = _serde()._SERIALIZE_TO_TORCH_DTYPE
-    scalar_type = importlib.import_module("torch._export.serde.schema").ScalarType
-    graph = program["graph_module"]["graph"]
-    values = graph.get("tensor_values", {})
+def _placeholder_weights(serialized: Any, source: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Zero tensors shaped like the program's parameters, buffers and tensor constants (``serialized``:
+    torch's schema dataclasses, already checked against its schema by :func:`load_program_dict`)."""
+    from tracepack.errors import LegacyFormatError
+
+    serde = _serde()
+    values = serialized.graph_module.graph.tensor_values
     state: dict[str, Any] = {}
     constants: dict[str, Any] = {}
-    for spec in program["graph_module"]["signature"]["input_specs"]:
-        ((kind, body),) = spec.items()
+    for spec in serialized.graph_module.signature.input_specs:
+        kind = spec.type
+        body = getattr(spec, kind)
         if kind == "parameter":
-            where, name = state, body["parameter_name"]
+            where, name = state, body.parameter_name
         elif kind == "buffer":
-            where, name = state, body["buffer_name"]
+            where, name = state, body.buffer_name
         elif kind == "tensor_constant":
-            where, name = constants, body["tensor_constant_name"]
+            where, name = constants, body.tensor_constant_name
         else:
             continue
-        meta = values.get(body["arg"]["name"])
+        meta = values.get(body.arg.name)
         if meta is None:
             raise UsageError(f"no tensor metadata for {name!r}: pass the weights (like=, state_dict=)")
-        sizes = [s["as_int"] for s in meta["sizes"]]
+        at = f"$.graph_module.graph.tensor_values[{json.dumps(body.arg.name)}]"
+        if any(s.type != "as_int" for s in meta.sizes):
+            raise UsageError(
+                f"the size of {name!r} is symbolic",
+                source=source,
+                where=at,
+                expected="the weights passed in (like=, state_dict=, constants=): a symbolic size has no placeholder",
+            )
         torch = _torch()
-        tensor = torch.zeros(sizes, dtype=dtypes[scalar_type(meta["dtype"])])
-        where[name] = torch.nn.Parameter(tensor, requires_grad=meta["requires_grad"]) if kind == "parameter" else tensor
+        try:
+            tensor = torch.zeros([s.as_int for s in meta.sizes], dtype=serde._SERIALIZE_TO_TORCH_DTYPE[meta.dtype])
+        except (KeyError, RuntimeError, ValueError, OverflowError) as exc:
+            raise LegacyFormatError(
+                f"cannot make a placeholder tensor: {exc}".splitlines()[0],
+                source=source,
+                where=at,
+                expected="sizes and a dtype torch can make a tensor of",
+            ) from None
+        where[name] = torch.nn.Parameter(tensor, requires_grad=meta.requires_grad) if kind == "parameter" else tensor
     return state, constants
 
 
 def _deserialize(program: Any, source: str, state_dict: Any, constants: Any, example_inputs: Any) -> ExportedProgram:
     from tracepack.torch.loader import deserialize, load_program_dict
 
+    serialized = load_program_dict(program, source)  # checked against torch's schema before anything reads it
     if state_dict is None or constants is None:
-        zeros, zero_constants = _placeholder_weights(program)
+        zeros, zero_constants = _placeholder_weights(serialized, source)
         state_dict = zeros if state_dict is None else state_dict
         constants = zero_constants if constants is None else constants
-    serialized = load_program_dict(program, source)
     return deserialize(serialized, state_dict, constants, example_inputs, source=source)
 
 

@@ -315,7 +315,8 @@ def _debug_rows(doc: Document, entry: m.DebugFile) -> tuple[list[SourceRangeRow]
 def debug_pkl_bytes(doc: Document, entry: m.DebugFile, form: DebugPklForm | None = None) -> bytes:
     """One code file's ``debug_pkl`` regenerated from the document (``form``: the original's by default)."""
     rows, sources = _debug_rows(doc, entry)
-    kept = torchscript_info(doc).get("sources", {}).get(entry.path)
+    numbering = torchscript_info(doc).get("sources")
+    kept = numbering.get(entry.path) if isinstance(numbering, dict) else None
     if isinstance(kept, list) and len(kept) == len(rows) and all(type(i) is int for i in kept):
         # The file's own source objects, where equal sources were written twice: only rows
         # with equal sources may share a number.

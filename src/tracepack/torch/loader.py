@@ -33,7 +33,6 @@ import importlib
 import io
 import os
 import re
-import stat
 import struct
 import tokenize
 import zipfile
@@ -42,7 +41,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
-from tracepack.io.zip import check_member, open_zip
+from tracepack.io.zip import check_member, open_zip, read_member
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
 __all__ = ["ArchiveMismatch", "ArchiveRefused", "load_pt2", "load_program_dict", "safe_sympy_text"]
@@ -114,8 +113,10 @@ class _Zip:
         if info is None:
             raise LegacyFormatError("no such member", source=self.where(rel))
         check_member(info, self.where(rel))
-        buf = bytearray(info.file_size)
-        if info.compress_type == zipfile.ZIP_STORED and self._read_stored(info, buf):
+        if info.compress_type != zipfile.ZIP_STORED:  # torch never writes one: read as its bytes come, not as declared
+            return bytearray(read_member(self.zip, info, self.where(rel)))
+        buf = bytearray(info.file_size)  # a stored member: its size is bounded by the archive (open_zip checked it)
+        if self._read_stored(info, buf):
             return buf
         try:
             with self.zip.open(info) as f:
@@ -173,19 +174,31 @@ class _Zip:
 
 
 def _json(data: bytes, where: str) -> Any:
+    """model.json parsed within the ``max_depth`` and ``max_int_digits`` budgets (:mod:`tracepack.io.guard`:
+    past them, one line naming the byte), its text UTF-8 JSON."""
     import json
 
     import msgspec
 
-    try:
-        return msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        pass
-    try:
+    from tracepack.io.guard import parse_json
+
+    def parse() -> Any:
+        try:
+            return msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            pass
         return json.loads(data)  # what msgspec refuses that json accepts (numbers out of range, NaN)
-    except RecursionError:
-        raise LegacyFormatError("nested too deeply", source=where) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+
+    try:
+        return parse_json(parse, data, where, LegacyFormatError)
+    except UnicodeDecodeError:
+        try:  # msgspec's offset is not the file's: find the first byte that is not UTF-8
+            bytes(data).decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        raise LegacyFormatError("not UTF-8 text", source=where, where=f"byte {at}") from None
+    except json.JSONDecodeError as exc:
         raise LegacyFormatError(f"not valid JSON: {exc}", source=where) from None
 
 
@@ -635,7 +648,10 @@ def load_program_dict(program: Any, source: str) -> Any:
                 source=source,
                 where="$.schema_version",
             )
-    return converters().convert("ExportedProgram", program, source=source)
+    from tracepack.io.guard import run
+
+    # as deep as the parse allowed (the max_depth budget): a walk that runs out of room retries with it
+    return run(lambda: converters().convert("ExportedProgram", program, source=source), source, LegacyFormatError)
 
 
 def _program(z: _Zip, model: str, *, older: bool = False) -> Any:
@@ -653,9 +669,14 @@ def _program(z: _Zip, model: str, *, older: bool = False) -> Any:
     tpk = f"{pt2.MEMBER_DIR}{model}.tpk"
     if z.has(tpk):
         import tracepack
+        from tracepack.io.guard import run
 
         doc = tracepack.loads(z.read(tpk), source=z.where(tpk))
-        program = pt2.merge_into(program, doc, source=z.where(rel))
+        program = run(
+            lambda: pt2.merge_into(program, doc, source=z.where(rel), member=z.where(tpk)),
+            z.where(rel),
+            LegacyFormatError,
+        )
     return program
 
 
@@ -676,6 +697,12 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
+    except InputError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # torch's own errors on what the file holds: one line naming the place
+        raise _torch_error(exc, serialized, source) from None
     finally:
         rebound.state.sympy = None
         rebound.state.artifact = None
@@ -705,6 +732,148 @@ def example_inputs_of(data: bytes, *, trust: bool, source: str) -> Any:
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
+#: Where torch's deserializer (or the verifier ExportedProgram runs) was, by its function names,
+#: when no part of the program it was reading is known (see :func:`_places`).
+_PLACES = {
+    "deserialize_signature": "$.graph_module.signature",
+    "deserialize_input_spec": "$.graph_module.signature.input_specs",
+    "deserialize_output_spec": "$.graph_module.signature.output_specs",
+    "deserialize_range_constraints": "$.range_constraints",
+    "deserialize_module_call_graph": "$.graph_module.module_call_graph",
+    "deserialize_module_call_signature": "$.graph_module.module_call_graph",
+    "_verify_exported_program_signature": "$.graph_module.signature",
+}
+
+
+def _torch_error(exc: BaseException, serialized: Any, source: str) -> LegacyFormatError:
+    """torch's error on a program (``SerializeError`` for a node whose target is not an operator, a
+    RuntimeError for sizes that do not fit, ...) as a LegacyFormatError naming the JSON path of what
+    it was reading when it failed, and what torch said, in one line.
+
+    The place is found by identity, not by torch's variable names: the innermost frame of the
+    traceback whose arguments (or a ``serialized_node`` it is looping over) are a part of the
+    program :func:`_places` knows (a node of any graph, nested ones too, a tensor or symbolic value,
+    an input or output spec, a range constraint, a module call entry, a graph) names it; failing
+    that, the function it was in (:data:`_PLACES`); failing that, ``$``. Whatever builds the program
+    (torch's code, or a faster road through it) is named the same way."""
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    places = _places(serialized)
+    frames = _innermost_first(chain)
+    functions = {frame.f_code.co_name for frame in frames}
+    root = chain[-1]
+    where, node = "$", None
+    for frame in frames:
+        hit = _frame_place(frame, places)
+        if hit is not None:
+            where, node = hit
+            break
+        if frame.f_code.co_name in _PLACES:
+            where = _PLACES[frame.f_code.co_name]
+            break
+    if node is not None and ("deserialize_operator" in functions or "to an operator" in str(root)):
+        where += ".target"
+    text = str(root).strip().splitlines()[0] if str(root).strip() else ""
+    kind = f"{type(root).__name__}: {text[:200]}"
+    if isinstance(root, RecursionError):
+        deep = _deep_metadata(node) if node is not None else None
+        if deep is not None:  # JSON text in the metadata (from_node) that torch parses
+            key, depth = deep
+            where += f".metadata.{key}"
+            from tracepack.io import limits
+
+            budget = limits.current().max_depth
+            if depth > budget:
+                return LegacyFormatError(
+                    f"nested more than {budget:,} levels deep (hostile or damaged input?)",
+                    source=source,
+                    where=where,
+                    expected=f"shallower nesting, {limits.hint('max_depth')}",
+                )
+        kind = "nested deeper than torch's deserializer reads" + (f" ({deep[1]:,} levels)" if deep else "")
+    return LegacyFormatError(
+        f"torch cannot load the program: {kind}",
+        source=source,
+        where=where,
+        expected="a program torch's deserializer accepts",
+    )
+
+
+def _deep_metadata(node: Any) -> tuple[str, int] | None:
+    """The node's metadata value nested deepest as JSON text, and its depth (None: none nests)."""
+    from tracepack.io.guard import scan_json
+
+    meta = getattr(node, "metadata", None)
+    depths = [(k, scan_json(v).depth) for k, v in (meta.items() if isinstance(meta, dict) else ()) if type(v) is str]
+    deepest = max(depths, key=lambda kv: kv[1], default=None)
+    return deepest if deepest is not None and deepest[1] > 0 else None
+
+
+def _innermost_first(chain: list[BaseException]) -> list[Any]:
+    """The frames of an exception chain (outermost exception first), in reverse: the innermost frame
+    of the innermost cause first, the frame that caught the outermost one last."""
+    import traceback
+
+    return [frame for link in chain for frame, _ in traceback.walk_tb(link.__traceback__)][::-1]
+
+
+def _frame_place(frame: Any, places: dict[int, tuple[str, bool]]) -> tuple[str, Any] | None:
+    """The JSON path of the part of the program ``frame`` was reading (its ``serialized_node``, then
+    its arguments), and that part if it is a node; None: none of them is one."""
+    code = frame.f_code
+    local = frame.f_locals
+    names = ["serialized_node", *code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]]
+    for name in names:
+        value = local.get(name)
+        found = places.get(id(value)) if value is not None else None
+        if found is not None:
+            path, is_node = found
+            return path, value if is_node else None
+    return None
+
+
+def _places(serialized: Any) -> dict[int, tuple[str, bool]]:
+    """``id(part) -> (JSON path, is a node)`` for the parts of torch's ``schema.ExportedProgram`` its
+    deserializer reads one at a time: every graph (nested ones in ``as_graph`` arguments too) with
+    its nodes and named values, the signature's specs, the range constraints and module call graph
+    entries. Walked without recursion (nested graphs are as deep as the file's budget allowed)."""
+    import json
+
+    out: dict[int, tuple[str, bool]] = {}
+    gm = getattr(serialized, "graph_module", None)
+    signature = getattr(gm, "signature", None)
+    for table in ("input_specs", "output_specs"):
+        for i, spec in enumerate(getattr(signature, table, None) or ()):
+            out.setdefault(id(spec), (f"$.graph_module.signature.{table}[{i}]", False))
+    for i, entry in enumerate(getattr(gm, "module_call_graph", None) or ()):
+        out.setdefault(id(entry), (f"$.graph_module.module_call_graph[{i}]", False))
+        call = getattr(entry, "signature", None)
+        if call is not None:
+            out.setdefault(id(call), (f"$.graph_module.module_call_graph[{i}].signature", False))
+    constraints = getattr(serialized, "range_constraints", None)
+    for key, value in constraints.items() if isinstance(constraints, dict) else ():
+        out.setdefault(id(value), (f"$.range_constraints[{json.dumps(key)}]", False))
+    todo = [(getattr(gm, "graph", None), "$.graph_module.graph")]
+    while todo:
+        graph, path = todo.pop()
+        if graph is None or id(graph) in out:
+            continue
+        out[id(graph)] = (path, False)
+        for table in ("tensor_values", "sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values"):
+            values = getattr(graph, table, None)
+            for key, value in values.items() if isinstance(values, dict) else ():
+                out.setdefault(id(value), (f"{path}.{table}[{json.dumps(key)}]", False))
+        for i, node in enumerate(getattr(graph, "nodes", None) or ()):
+            out.setdefault(id(node), (f"{path}.nodes[{i}]", True))
+            for j, named in enumerate(getattr(node, "inputs", None) or ()):
+                sub = getattr(getattr(named, "arg", None), "as_graph", None)
+                todo.append((getattr(sub, "graph", None), f"{path}.nodes[{i}].inputs[{j}].arg.as_graph.graph"))
+    return out
+
+
 def load_pt2(
     f: str | os.PathLike[str] | IO[bytes],
     *,
@@ -729,12 +898,9 @@ def load_pt2(
             source=str(source),
         ) from None
     if isinstance(f, (str, os.PathLike)):
-        try:
-            mode = os.stat(f).st_mode
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(source)) from None
-        if not stat.S_ISREG(mode):
-            raise InputError("not a regular file", source=str(source))
+        from tracepack.io.files import check_regular
+
+        check_regular(f, source=str(source))  # a FIFO, device or folder: refused before anything blocks
     try:
         z = _Zip(f, str(source))
     except LegacyFormatError:

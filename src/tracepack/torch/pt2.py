@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from tracepack.document import Document
-from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, Member, open_archive, open_archive_file
 from tracepack.torch.export import layouts
 
@@ -146,7 +146,21 @@ DEBUG_KEYS = ("stack_trace", "from_node")
 
 
 def _moves(key: str, value: Any, keep: set[str], strip: bool) -> bool:
-    return type(value) is str and key not in keep and (strip or key in DEBUG_KEYS)
+    # A string no UTF-8 holds (a lone surrogate, "\ud800": valid JSON, and torch writes it) stays in the
+    # program, as torch wrote it: the tracepack member holds UTF-8 strings only, and the program comes
+    # back byte for byte either way.
+    return type(value) is str and key not in keep and (strip or key in DEBUG_KEYS) and _utf8(key) and _utf8(value)
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can hold ``text`` (every string but one with a lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def pack_program(
@@ -162,20 +176,27 @@ def pack_program(
     JSON encoding (then the split could not give it back byte for byte).
     """
     from tracepack.codecs import encode_best
+    from tracepack.io.guard import parse_json
     from tracepack.torch.export.model_json import _loads
 
-    program = _loads(model_json, source)
-    if type(program) is not dict:
-        raise LegacyFormatError("top level is not an object", source=source, where="$")
-    if _dumps(program) != model_json:
-        raise LegacyFormatError(
-            "not in torch's JSON encoding (json.dumps defaults), so it would not come back byte for byte",
-            source=source,
-        )
-    doc = split_program(program, keep=keep, strip=strip, source=source, size=len(model_json))
-    stripped = _dumps(program)
-    if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
-        raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
+    def pack() -> tuple[bytes, Document]:
+        program = _loads(model_json, source)
+        if type(program) is not dict:
+            raise LegacyFormatError("top level is not an object", source=source, where="$")
+        if _dumps(program) != model_json:
+            raise LegacyFormatError(
+                "not in torch's JSON encoding (json.dumps defaults), so it would not come back byte for byte",
+                source=source,
+            )
+        doc = split_program(program, keep=keep, strip=strip, source=source, size=len(model_json))
+        stripped = _dumps(program)
+        if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
+            raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
+        return stripped, doc
+
+    # JSON nested past the interpreter's recursion, integers past its digits: measured and held to the
+    # max_depth and max_int_digits budgets (refused naming the byte), or parsed again with room
+    stripped, doc = parse_json(pack, model_json, source, LegacyFormatError)
     return stripped, encode_best(doc).data
 
 
@@ -202,28 +223,58 @@ def split_program(
             if moved and rest and list({**moved, **rest}) != list(meta):
                 orders[str(index)] = list(meta)
             node["metadata"] = rest
-        unique = name if name not in used else f"{name}#{index}"
+        unique = name if name not in used and _utf8(name) else f"#{index}"
         used.add(unique)
         target = node.get("target")
-        b.add_node(unique, target if type(target) is str else "", meta=moved)
+        b.add_node(unique, target if type(target) is str and _utf8(target) else "", meta=moved)
     b.add_extension(LAYOUT_EXTENSION, {"orders": orders} if orders else {})
     return b.build()
 
 
-def merge_program(stripped: bytes, doc: Document, *, source: str) -> bytes:
-    """The original model.json: ``stripped`` with every node's metadata from ``doc`` put back."""
+def _orders_at(doc: Document) -> str:
+    at = next((i for i, e in enumerate(doc.raw.extensions) if e.name == LAYOUT_EXTENSION), None)
+    return f"$.extensions[{at}] ({LAYOUT_EXTENSION}) $"
+
+
+def _orders(doc: Document, source: str) -> dict[str, list[str]]:
+    """The metadata key orders the layout extension records by node (``{"orders": {"3": [...]}}``), checked."""
+    from tracepack.document import json_value
+    from tracepack.torch.export.checks import Extension
+
+    for i, e in enumerate(doc.raw.extensions):
+        if e.name != LAYOUT_EXTENSION:
+            continue
+        try:
+            at = Extension(LAYOUT_EXTENSION, i)
+            value = at.obj(json_value(e.json, f"$.extensions[{i}].json"), "$", 'an object ({"orders": ...})')
+            orders = at.obj(value.get("orders", {}), "$.orders", '{"<node>": ["key", ...]}')
+            for k, v in orders.items():
+                at.strings(v, f"$.orders[{json.dumps(k)}]", "the node's metadata keys in order")
+        except DecodeError as exc:
+            raise exc.with_source(source) from None
+        return orders
+    return {}
+
+
+def merge_program(stripped: bytes, doc: Document, *, source: str, member: str | None = None) -> bytes:
+    """The original model.json: ``stripped`` with every node's metadata from ``doc`` (read from the
+    tracepack ``member``, named in errors about it) put back."""
+    from tracepack.io.guard import parse_json
     from tracepack.torch.export.model_json import _loads
 
-    return _dumps(merge_into(_loads(stripped, source), doc, source=source))
+    return parse_json(
+        lambda: _dumps(merge_into(_loads(stripped, source), doc, source=source, member=member)),
+        stripped,
+        source,
+        LegacyFormatError,
+    )
 
 
-def merge_into(program: Any, doc: Document, *, source: str) -> Any:
-    """``program`` (a parsed packed model.json) with every node's metadata from ``doc`` put back, in place."""
+def merge_into(program: Any, doc: Document, *, source: str, member: str | None = None) -> Any:
+    """``program`` (a parsed packed model.json) with every node's metadata from ``doc`` put back, in
+    place; ``member`` names the tracepack member ``doc`` was read from in errors about it."""
     graph = _main_graph(program, source)
-    orders: dict[str, list[str]] = {}
-    for e in doc.raw.extensions:
-        if e.name == LAYOUT_EXTENSION:
-            orders = json.loads(e.json).get("orders", {})
+    orders = _orders(doc, member or source)
     count = 0
     for index, (_, node) in enumerate(_walk(graph)):
         if index >= len(doc):
@@ -238,6 +289,13 @@ def merge_into(program: Any, doc: Document, *, source: str) -> Any:
         order = orders.get(str(index))
         if order is None:
             node["metadata"] = {**moved, **kept}
+        elif sorted(order) != sorted({**moved, **kept}):
+            raise DecodeError(
+                "the metadata order it records is not the node's metadata keys",
+                source=member or source,
+                where=f"{_orders_at(doc)}.orders[{json.dumps(str(index))}]",
+                expected="the keys of the node's metadata, each once",
+            )
         else:
             node["metadata"] = {k: moved[k] if k in moved else kept[k] for k in order}
         count = index + 1
@@ -329,7 +387,7 @@ def _merged_programs(archive: Archive) -> dict[str, bytes]:
             continue
         label = f"{archive.source}:{tpk}"
         doc = tracepack.loads(archive.read(tpk), source=label)
-        out[member] = merge_program(archive.read(member), doc, source=f"{archive.source}:{member}")
+        out[member] = merge_program(archive.read(member), doc, source=f"{archive.source}:{member}", member=label)
     return out
 
 

@@ -103,7 +103,7 @@ def _archive_needs_upgrade(archive: Archive) -> bool:
     # so nothing is merged back to decide.
     programs = pt2._check_pt2(archive)
     member = next((name for name, model in programs if model == "model"), programs[0][0])
-    version = _version_of(archive.read(member, limit=pt2.MAX_PROGRAM_BYTES))
+    version = _version_of(archive.read(member, limit=pt2.MAX_PROGRAM_BYTES), f"{archive.source}:{member}")
     return version is not None and version < installed_schema()
 
 
@@ -111,16 +111,23 @@ class _Head(msgspec.Struct):
     schema_version: Any = None
 
 
-def _version_of(raw: bytes) -> SchemaVersion | None:
+def _version_of(raw: bytes, source: str) -> SchemaVersion | None:
     """The program's ``schema_version``, read without building the rest of it (msgspec skips the
-    other members of the top object), or ``None``."""
+    other members of the top object), or ``None``; held to the ``max_depth`` and ``max_int_digits``
+    budgets like every parse (msgspec's skip recurses too): past them, a LegacyFormatError."""
+
+    def parse() -> Any:
+        try:
+            return {"schema_version": msgspec.json.decode(raw, type=_Head).schema_version}
+        except msgspec.DecodeError:  # not an object, or what msgspec refuses (json may still read it)
+            pass
+        return json.loads(raw)
+
     try:
-        return schema_version_of({"schema_version": msgspec.json.decode(raw, type=_Head).schema_version})
-    except msgspec.DecodeError:  # not an object, or what msgspec refuses (json may still read it)
-        pass
-    try:
-        return schema_version_of(json.loads(raw))
-    except (ValueError, RecursionError):
+        return schema_version_of(guard.parse_json(parse, raw, source, LegacyFormatError))
+    except LegacyFormatError:
+        raise
+    except ValueError:  # not JSON, not UTF-8: the loader says what is wrong in its words
         return None
 
 
@@ -146,17 +153,22 @@ def _resolve(target: str) -> Any:
 
 def missing_operator(program: Any) -> tuple[str, str] | None:
     """``(node, target)`` of the first node whose operator the installed torch does not have."""
-    todo = [program["graph_module"]["graph"]]
+    gm = program.get("graph_module") if type(program) is dict else None
+    todo = [gm.get("graph") if type(gm) is dict else None]
     while todo:
         graph = todo.pop(0)
-        for node in graph.get("nodes") or []:
+        nodes = graph.get("nodes") if type(graph) is dict else None
+        for node in nodes if type(nodes) is list else []:  # what is not a graph: torch's loader says so
+            if type(node) is not dict:
+                continue
             target = node.get("target")
             if type(target) is str and _resolve(target) is None:
                 return str(node.get("name", "?")), target
-            for inp in node.get("inputs") or []:
-                arg = inp.get("arg")
+            inputs = node.get("inputs")
+            for inp in inputs if type(inputs) is list else []:
+                arg = inp.get("arg") if type(inp) is dict else None
                 if type(arg) is dict and type(arg.get("as_graph")) is dict:
-                    todo.append(arg["as_graph"]["graph"])
+                    todo.append(arg["as_graph"].get("graph"))
     return None
 
 
@@ -180,7 +192,12 @@ def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
 
 
 def load_upgraded(data: bytes, *, source: str, trust_pickles: bool = False) -> Any:
-    """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch."""
+    """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch. The
+    upgrade walks the program as deep as it nests: held to the ``max_depth`` budget (guard.run)."""
+    return guard.run(lambda: _load_upgraded(data, source, trust_pickles), source, LegacyFormatError)
+
+
+def _load_upgraded(data: bytes, source: str, trust_pickles: bool) -> Any:
     from tracepack.torch import pt2
 
     with open_archive(data, source=source) as archive:
@@ -190,7 +207,9 @@ def load_upgraded(data: bytes, *, source: str, trust_pickles: bool = False) -> A
         member, raw = pt2.read_program(archive)
         where = f"{source}:{member}"
         try:
-            program = json.loads(raw)
+            program = guard.parse_json(lambda: json.loads(raw), raw, where, LegacyFormatError)
+        except LegacyFormatError:
+            raise
         except ValueError as exc:
             raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
         if layout == "package":

@@ -34,7 +34,7 @@ import msgspec
 
 from tracepack import model as m
 from tracepack.document import Document
-from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.errors import DecodeError, LegacyFormatError, UsageError
 from tracepack.io.zip import Archive, open_archive
 from tracepack.runtime.symbols import decode_groups, encode_groups
 from tracepack.traces import Provenance
@@ -81,9 +81,12 @@ def is_etrecord(names: Sequence[str]) -> bool:
 
 
 def _json_member(archive: Archive, name: str) -> Any:
+    from tracepack.io.guard import parse_json
+
     where = f"{archive.source}:{name}"
-    try:
-        return json.loads(archive.read(name))
+    data = archive.read(name)
+    try:  # nesting and integers held to the max_depth and max_int_digits budgets
+        return parse_json(lambda: json.loads(data), data, where, LegacyFormatError)
     except json.JSONDecodeError as exc:
         raise LegacyFormatError(f"not valid JSON: {exc.msg}", source=where, where=f"character {exc.pos}") from None
     except UnicodeDecodeError as exc:
@@ -279,24 +282,44 @@ def _invert(mapping: dict[int, int]) -> dict[int, list[int]]:
 
 def _lifted(doc: Document) -> tuple[dict[int, int], dict[int, int]] | None:
     """``({node: handle}, {node: metadata position})`` of a document whose handles were lifted."""
+    from tracepack.document import json_value
+
     text = doc.extension(METHOD_EXTENSION)
     if text is None:
         return None
-    lift = json.loads(text).get("lifted_debug_handle")
+    where = f"$.extensions ({METHOD_EXTENSION})"
+    value = json_value(text, where)
+    lift = value.get("lifted_debug_handle") if type(value) is dict else None
     if not lift:
         return None
-    handles = {i: h for h, ix in decode_groups(lift["handles"], "$.lifted_debug_handle.handles").items() for i in ix}
-    at = {i: p for p, ix in decode_groups(lift["positions"], "$.lifted_debug_handle.positions").items() for i in ix}
+    if type(lift) is not dict or "handles" not in lift or "positions" not in lift:
+        raise DecodeError(
+            "malformed lifted_debug_handle", where=f"{where} $.lifted_debug_handle", expected="{handles, positions}"
+        )
+    groups = decode_groups(lift["handles"], f"{where} $.lifted_debug_handle.handles")
+    handles = {i: h for h, ix in groups.items() for i in ix}
+    groups = decode_groups(lift["positions"], f"{where} $.lifted_debug_handle.positions")
+    at = {i: p for p, ix in groups.items() for i in ix}
+    nodes = doc.raw.graph.nodes
+    for i in handles:
+        if not 0 <= i < len(nodes) or i not in at or not 0 <= at[i] <= len(nodes[i].meta_keys) + 1:
+            raise DecodeError(
+                f"a lifted debug handle for node {i} without a place in its metadata",
+                where=f"{where} $.lifted_debug_handle",
+                expected=f"a handle and its metadata position for nodes below {len(nodes)}",
+            )
     return handles, at
 
 
 def _lift(program: bytes) -> tuple[bytes, dict[int, int], dict[int, int]] | None:
     """The program JSON without its nodes' ``debug_handle`` metadata, ``{node: handle}`` and
     ``{node: position of the entry in the metadata}``; None when there is nothing to lift."""
-    try:
-        obj = json.loads(program)
+    from tracepack.io.guard import parse_json
+
+    try:  # what does not parse within the budgets is left to the import, which says why
+        obj = parse_json(lambda: json.loads(program), program, None, LegacyFormatError)
         nodes = obj["graph_module"]["graph"]["nodes"]
-    except (ValueError, KeyError, TypeError):
+    except (LegacyFormatError, ValueError, KeyError, TypeError):
         return None
     if type(nodes) is not list:
         return None

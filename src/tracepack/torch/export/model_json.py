@@ -30,7 +30,8 @@ from tracepack import interned_json, program_tables, string_order
 from tracepack import model as m
 from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
-from tracepack.errors import DecodeError, LegacyFormatError, UsageError
+from tracepack.errors import DecodeError, LegacyFormatError, TracepackError, UsageError
+from tracepack.torch.export import checks
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
 from tracepack.torch.export.values import (
@@ -253,9 +254,10 @@ def _add_value(b: DocumentBuilder, name: str, meta: Any, form: ValueForm) -> Non
         b.add_value(name, json_form=meta)
 
 
-def _value_json(s: list[str], v: m.Value, form: ValueForm) -> Any:
+def _value_json(s: list[str], v: m.Value, form: ValueForm, index: int) -> Any:
     if v.json:
         return json_value(s[v.json], f"$.strings[{v.json}]")
+    checks.check_value(s, v, index)
     shape: list[int | str] = [s[e] if e else d for d, e in zip(v.shape, v.sym_shape or [0] * len(v.shape), strict=True)]
     strides: list[int | str] = [
         s[e] if e else d for d, e in zip(v.strides, v.sym_strides or [0] * len(v.strides), strict=True)
@@ -344,7 +346,10 @@ def import_model_json(data: bytes | str, *, source: str = "<model.json>", group_
         return doc
 
     # JSON nested thousands deep, giant integers: measured only if the parse runs out of room
-    doc = parse_json(parse, data, source, LegacyFormatError)
+    try:
+        doc = parse_json(parse, data, source, LegacyFormatError)
+    except TracepackError as exc:  # every error names the file
+        raise exc.with_source(source) from None
     if group_strings and len(doc.raw.graph.nodes) <= GROUP_STRINGS_MAX_NODES:
         return Document(string_order.group_strings(doc.raw, doc.version))
     return doc
@@ -517,6 +522,13 @@ class _Importer:
         count = 0
         if type(values) is dict:
             for name, meta in values.items():
+                if meta is None:  # a value's JSON is kept when not typed, but null is how a value says "none"
+                    at = "$.graph_module.graph" if not prefix else f"graph {prefix.rstrip('/')!r}"
+                    raise LegacyFormatError(
+                        "a tensor value is null",
+                        where=f"{at}.tensor_values[{json.dumps(name)}]",
+                        expected="a tensor value (torch's TensorMeta, an object)",
+                    )
                 _add_value(b, name, meta, self.value_form)
                 count += 1
         inputs = [] if prefix else [_typed_argument(b, a) for a in graph["inputs"]]
@@ -754,12 +766,15 @@ class _MetaRenderer:
         return self.doc.node_meta(node)
 
 
-def _extension(doc: Document, name: str, *also: str) -> Any:
+def _extension(doc: Document, name: str, *also: str) -> tuple[Any, checks.Extension]:
+    """An extension's JSON value, and the checks that name it in errors."""
     for i, e in enumerate(doc.raw.extensions):
         if e.name == name or e.name in also:
             if e.template:
-                return interned_json.fill_value(e.template, e.refs, doc.raw.strings, where=f"$.extensions[{i}]")
-            return json_value(e.json, f"$.extensions[{i}].json")
+                value = interned_json.fill_value(e.template, e.refs, doc.raw.strings, where=f"$.extensions[{i}]")
+            else:
+                value = json_value(e.json, f"$.extensions[{i}].json")
+            return value, checks.Extension(e.name, i)
     raise UsageError(f"the document has no {name!r} extension: it was not imported from a torch model.json")
 
 
@@ -781,16 +796,32 @@ def _export(doc: Document) -> str:
 
 
 def export_program(doc: Document) -> Any:
-    """The ``model.json`` a document was imported from, as the parsed JSON value (no text in between)."""
-    derived = any(e.name == NODES_EXTENSION_DERIVED for e in doc.raw.extensions)
-    nodes = _extension(doc, NODES_EXTENSION, NODES_EXTENSION_DERIVED)
-    return _Exporter(doc, _extension(doc, PROGRAM_EXTENSION), nodes, derived=derived).run()
+    """The ``model.json`` a document was imported from, as the parsed JSON value (no text in between).
+
+    Every extension it reads is checked first (:mod:`tracepack.torch.export.checks`): a crafted one is
+    a DecodeError naming the extension and the JSON path in it. As deep as the import allowed: the
+    walk runs within the ``max_depth`` budget (:func:`tracepack.io.guard.run`)."""
+    from tracepack.io.guard import run
+
+    return run(lambda: _export_program(doc), None, DecodeError, "$")
+
+
+def _export_program(doc: Document) -> Any:
+    nodes, nodes_at = _extension(doc, NODES_EXTENSION, NODES_EXTENSION_DERIVED)
+    derived = doc.raw.extensions[nodes_at.index or 0].name == NODES_EXTENSION_DERIVED
+    layout = checks.check_layout(nodes, nodes_at, doc.raw)
+    program, program_at = _extension(doc, PROGRAM_EXTENSION)
+    program = checks.check_program(program, program_at, signature=doc.raw.signature is not None)
+    return _Exporter(doc, program, layout, nodes_at, derived=derived).run()
 
 
 class _Exporter:
-    def __init__(self, doc: Document, program: Any, layout: Any, *, derived: bool = False) -> None:
+    def __init__(
+        self, doc: Document, program: Any, layout: Any, at: checks.Extension, *, derived: bool = False
+    ) -> None:
         self.doc = doc
         self.program = program
+        self.at = at
         self.s = doc.raw.strings
         self.renderer = _MetaRenderer(doc)
         self.keys = layout["keys"]
@@ -837,9 +868,11 @@ class _Exporter:
 
     def _fill(self, graph: dict[str, Any], n_nodes: int, n_values: int, prefix: str) -> None:
         s, values = self.s, self.doc.raw.graph.values
-        if "tensor_values" in graph:
+        if type(graph.get("tensor_values")) is dict:  # the importer emptied it; anything else it kept as it was
             taken = values[self.value : self.value + n_values]
-            graph["tensor_values"] = {s[v.name]: _value_json(s, v, self.value_form) for v in taken}
+            graph["tensor_values"] = {
+                s[v.name]: _value_json(s, v, self.value_form, self.value + i) for i, v in enumerate(taken)
+            }
         self.value += n_values
         nodes = []
         stored = self.doc.raw.graph.nodes
@@ -871,7 +904,7 @@ class _Exporter:
     def _argument(self, a: m.Argument, owner: str) -> Any:
         value = _argument_json_2(self.s, a) if self.value_form.derived else _argument_json(self.s, a)
         if self.nested and isinstance(a, m.ArgGeneric) and self.s[a.variant] == "as_graph":
-            sub = value["as_graph"]
+            sub = checks.check_nested_graph(value["as_graph"], self.at, f"$.strings[{a.json}] (node {owner!r})")
             keys = sub.pop("union_keys", None)
             if keys is not None:
                 value = {k: sub if k == "as_graph" else None for k in keys}

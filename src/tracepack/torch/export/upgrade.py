@@ -351,6 +351,8 @@ def upgrade_program(program: Any, *, source: str = "<model.json>", target: Schem
         for major, step in STEPS:
             if version.major <= major < target.major or (major == target.major - 1 and version.major == target.major):
                 p = step(p)
+    except LegacyFormatError as exc:  # a step's own refusal: name the file
+        raise exc.with_source(source) from None
     except InputError:
         raise  # a step's own one-line error (a ValueError too)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:

@@ -9,12 +9,13 @@ the tensors, which are object pickles, are never touched.
 from __future__ import annotations
 
 import io
-import zipfile
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from tracepack.errors import LegacyFormatError
-from tracepack.io.zip import MEMBER_ERRORS, ZIP_ERRORS, check_member
+from tracepack.io.zip import check_member, open_zip, read_member
 from tracepack.torch.torchscript.debug_pkl import (
     CallstackDebugMap,
     DebugPkl,
@@ -59,11 +60,18 @@ def read_torchscript_debug_info(
     ``max_member_bytes`` when given, as the zip declares them, before reading.
     """
     label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
+    if isinstance(source, bytes):
+        f: IO[bytes] = io.BytesIO(source)
+    else:
+        from tracepack.io.files import open_regular
+
+        f = os.fdopen(open_regular(source, source=label), "rb")  # a FIFO or device: refused, never waited on
     try:
-        archive = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except ZIP_ERRORS as exc:
-        raise LegacyFormatError(f"not a TorchScript archive: {exc}", source=label, expected="a zip file") from None
-    with archive:
+        archive, _ = open_zip(f, source=label, expected="a TorchScript archive (a zip file)")
+    except BaseException:
+        f.close()
+        raise
+    with f, archive:
         infos = archive.infolist()
         tops = {info.filename.split("/", 1)[0] for info in infos if "/" in info.filename}
         if len(tops) != 1:
@@ -96,10 +104,7 @@ def read_torchscript_debug_info(
                     source=where,
                 )
             check_member(info, where)
-            try:
-                data = archive.read(info)
-            except MEMBER_ERRORS as exc:
-                raise LegacyFormatError(f"cannot read member: {exc}", source=where) from None
+            data = read_member(archive, info, where)
             if member.endswith(".debug_pkl"):
                 if member != "delegated_backends.debug_pkl":
                     debug_pkls[member] = parse_debug_pkl(data, source=where, limits=limits)

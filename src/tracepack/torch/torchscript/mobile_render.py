@@ -31,7 +31,6 @@ its innermost call (0: none). Offsets are the document's range rows plus one.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from itertools import accumulate, pairwise
@@ -361,16 +360,15 @@ def lite_table_from_document(doc: Any) -> LiteDebugTable | None:
     text = doc.extension(RENDER_EXTENSION)
     if text is None:
         return None
+    from tracepack.document import json_value
+
     where = f"$.extensions[{RENDER_EXTENSION}]"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DecodeError(f"the {RENDER_EXTENSION} extension is not JSON: {exc.msg}", where=where) from None
+    value = json_value(text, where)  # guarded: nesting and integers within the budgets
     table = decode_table(value, _range_reader(doc), where=where, lazy=True)
     archive = doc.extension(_ARCHIVE_EXTENSION)
     try:
-        info = json.loads(archive) if archive else {}
-    except json.JSONDecodeError:
+        info = json_value(archive, f"$.extensions[{_ARCHIVE_EXTENSION}]") if archive else {}
+    except DecodeError:
         info = {}  # the owners only serve tracepack's own form, which the document renders itself
     functions = info.get("functions") if isinstance(info, dict) else None
     for entry in functions if isinstance(functions, list) else ():
