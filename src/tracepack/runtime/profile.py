@@ -448,7 +448,7 @@ def nothing_annotated(trace: dict[str, Any], sym: Symbolicator, *, profile: str,
         )
     ops = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("cpu_op", None))
     return (
-        f"nothing annotated: none of the {ops} op events of {profile} runs the {len(sym.doc)} nodes of "  # type: ignore[arg-type]
+        f"nothing annotated: none of the {ops} op events of {profile} runs the {len(sym.doc)} nodes of "
         f"{artifact} in their order: is it a profile of this program?"
     )
 
