@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.torch.compare import describe
-from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tests.torch.conftest import CORPUS, FAKE_TENSOR_ROAD, PT2, SEVERAL_PROGRAMS, TORCH_MARKS, TORCH_VERSION
 
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
@@ -43,12 +43,22 @@ def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str,
     assert set(ours) == set(theirs)
 
 
+#: The shorter roads taken on each release (docs/torch-load.md): torch before 2.8 makes fake tensors
+#: another way and has no walk for unbacked symbols to skip (measured on 2.6).
+ROADS = (
+    ("sympy", "fake_tensors", "unbacked", "lazy_root")
+    if TORCH_VERSION is None or TORCH_VERSION >= (2, 8)
+    else ("sympy", "lazy_root")
+)
+
+
 def test_the_shorter_roads_are_taken_on_this_torch() -> None:
     serde = importlib.import_module("torch._export.serde.serialize")
-    assert deserializer.patched(serde, fast=True).features == ("sympy", "fake_tensors", "unbacked", "lazy_root")
+    assert deserializer.patched(serde, fast=True).features == ROADS
     assert deserializer.patched(serde, fast=False).features == ("sympy",)
 
 
+@FAKE_TENSOR_ROAD.mark
 def test_a_changed_torch_gets_its_own_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where torch's deserialize_tensor_meta is not the one the fast road was written against, or the
     trial tensors differ, torch's own method runs."""
@@ -145,6 +155,7 @@ def two_programs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return with_model, without
 
 
+@SEVERAL_PROGRAMS.mark
 def test_an_archive_of_several_programs_loads_model_as_torch_does(
     two_programs: tuple[Path, Path], reference: dict[str, dict[str, Any]]
 ) -> None:
@@ -157,6 +168,7 @@ def test_an_archive_of_several_programs_loads_model_as_torch_does(
     assert describe(tt.load(with_model, model="second")) == describe(second)
 
 
+@SEVERAL_PROGRAMS.mark
 def test_an_archive_without_model_is_refused_naming_what_it_holds(two_programs: tuple[Path, Path]) -> None:
     _, without = two_programs
     with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error is a bare KeyError/RuntimeError
