@@ -13,7 +13,7 @@ import pytest
 
 from fuzz.harnesses import HARNESSES, load
 from fuzz.replay import replay
-from tests.torch.conftest import TORCH_MARKS  # torch's own warnings (no NumPy) are not ours to fail on
+from tests.torch.conftest import PAYLOAD_CONFIGS, TORCH_MARKS  # torch's own warnings (no NumPy) are not ours to fail on
 
 ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = Path(__file__).resolve().parent
@@ -66,6 +66,11 @@ def _cases(folder: Path) -> list[object]:
         files = sorted(p for p in (folder / name).glob("*") if p.is_file()) if (folder / name).is_dir() else []
         marks = TORCH_MARKS if getattr(load(name), "TORCH", False) else []
         why, still_open = OPEN.get(name, ("", ()))
+        if name == "torch_load" and not PAYLOAD_CONFIGS.present:
+            # The harness's archive is torch 2.13's: a torch before 2.10 cannot read its weights, and
+            # tracepack.torch.load refuses it in one line before torch's deserializer runs (its errors
+            # are what is open there); the invalid UTF-8 escapes stay open on every release.
+            still_open = tuple(f for f in still_open if f.startswith("UnicodeDecodeError"))
         for f in files:
             mark = (
                 [pytest.mark.xfail(reason=why, strict=True)] if folder == REGRESSIONS and f.name in still_open else []
