@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.hostile.strategies import payload_configs
 from tests.hostile.test_upgrade_stream import _legacy_with
 from tests.releases.samples import path
-from tests.torch.conftest import PAYLOAD_CONFIGS, TORCH_MARKS
+from tests.torch.conftest import OPAQUE_CONSTANTS, PAYLOAD_CONFIGS, TORCH_MARKS
 from tracepack.cli import main
 from tracepack.errors import InputError, UnsafePickleError
 
@@ -199,7 +199,9 @@ def test_a_plain_pickled_tensor_passes_byte_for_byte(tmp_path: Path) -> None:
 KINDS = ["weight", "tensor constant", "opaque object", "torchbind object"]
 
 
-@pytest.mark.parametrize("kind", KINDS[:3])
+@pytest.mark.parametrize(
+    "kind", [k if k != "opaque object" else pytest.param(k, marks=OPAQUE_CONSTANTS.mark) for k in KINDS[:3]]
+)
 def test_torch_export_load_runs_them(kind: str, tmp_path: Path) -> None:
     """The reference: torch's own loader runs what these members hold. (A torchbind record goes to
     torch's C++ unpickler, which builds registered torchbind classes only; refused all the same.)"""

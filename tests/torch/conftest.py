@@ -261,6 +261,13 @@ def _tensor_meta_road() -> bool:
 #: torch's ``deserialize_tensor_meta`` as tracepack's fake-tensor road knows it (``empty_strided``
 #: under the fake mode); torch 2.6 makes them another way, and its own code runs there.
 FAKE_TENSOR_ROAD = Needs("torch's deserialize_tensor_meta of the fake-tensor road", (2, 8), _tensor_meta_road)
+#: Opaque objects among a program's constants (``data/constants/opaque_obj_<n>``, unpickled by
+#: torch.export.load); torch 2.10 refuses the member ("Unsupported constant type").
+OPAQUE_CONSTANTS = Needs(
+    "opaque-object constants (OPAQUE_OBJ_FILENAME_PREFIX in torch.export.pt2_archive.constants)",
+    (2, 12),
+    _has("torch.export.pt2_archive.constants", "OPAQUE_OBJ_FILENAME_PREFIX"),
+)
 #: Every ``Needs`` above, for the test that checks each range against its probe.
 ALL_NEEDS = {
     "PACKAGE_LAYOUT": PACKAGE_LAYOUT,
@@ -268,4 +275,5 @@ ALL_NEEDS = {
     "PAYLOAD_CONFIGS": PAYLOAD_CONFIGS,
     "DIRECT_SAVE": DIRECT_SAVE,
     "FAKE_TENSOR_ROAD": FAKE_TENSOR_ROAD,
+    "OPAQUE_CONSTANTS": OPAQUE_CONSTANTS,
 }
