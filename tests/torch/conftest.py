@@ -262,10 +262,10 @@ def _tensor_meta_road() -> bool:
 #: under the fake mode); torch 2.6 makes them another way, and its own code runs there.
 FAKE_TENSOR_ROAD = Needs("torch's deserialize_tensor_meta of the fake-tensor road", (2, 8), _tensor_meta_road)
 #: Opaque objects among a program's constants (``data/constants/opaque_obj_<n>``, unpickled by
-#: torch.export.load); torch 2.10 refuses the member ("Unsupported constant type").
+#: torch.export.load); torch 2.10 and 2.12 refuse the member ("Unsupported constant type").
 OPAQUE_CONSTANTS = Needs(
     "opaque-object constants (OPAQUE_OBJ_FILENAME_PREFIX in torch.export.pt2_archive.constants)",
-    (2, 12),
+    (2, 13),
     _has("torch.export.pt2_archive.constants", "OPAQUE_OBJ_FILENAME_PREFIX"),
 )
 #: Every ``Needs`` above, for the test that checks each range against its probe.
