@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch test-torch-all demo smoke test test-fast conformance conformance-vectors generate check fix bench samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch test-torch-all torch-suite real-programs demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -68,13 +68,43 @@ test-torch-all: ## make test-torch for every release of TORCH_RELEASES in turn (
 	  test "$(KEEP_TORCH_VENVS)" = 1 || rm -rf .venv-torch-$$v; \
 	done
 
+# PyTorch's own export tests (never copied here) with tracepack in the loop, against the same tests
+# without it (scripts/torch/dropin_suite.py; docs/torch-load.md has the figures).
+#   make torch-suite TORCH_EXPORT_TESTS=/path/to/pytorch/test/export   (a source tree of torch 2.13.0)
+# TORCH_EXPORT_FILES picks the files (default: test_serialize.py test_serdes.py test_export.py, the last sampled).
+TORCH_EXPORT_TESTS ?=
+TORCH_EXPORT_FILES ?=
+torch-suite: $(TORCH_STAMP) ## PyTorch's export tests with tracepack pack+load in the loop: TORCH_EXPORT_TESTS=.../test/export
+	@test -n "$(TORCH_EXPORT_TESTS)" || { echo "make torch-suite: set TORCH_EXPORT_TESTS to test/export of a PyTorch $(TORCH_PIN) source tree" >&2; exit 2; }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check expecttest   # torch.testing._internal imports it
+	$(BIN)/python scripts/torch/dropin_suite.py "$(TORCH_EXPORT_TESTS)" $(TORCH_EXPORT_FILES)
+
+# The load benchmark's real third-party programs (.bench/real-pt2, outside git), exported with a Python
+# that has torch, torchvision, timm and transformers: make real-programs REAL_PYTHON=/path/to/python
+REAL_PYTHON ?=
+real-programs: ## Export the load benchmark's real programs into .bench/real-pt2: REAL_PYTHON=python-with-transformers
+	@test -n "$(REAL_PYTHON)" || { echo "make real-programs: set REAL_PYTHON to a python with torch 2.12-2.15, torchvision, timm and transformers" >&2; exit 2; }
+	"$(REAL_PYTHON)" -W ignore scripts/torch/real_programs.py .bench/real-pt2
+
 demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
 	$(BIN)/tracepack demo
 
 smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
 	$(BIN)/python scripts/smoke_wheel.py
 
-test: $(STAMP) venv-torch venv-ray ## Run the whole test suite (thorough hypothesis profile on CI)
+WHEELS_STAMP := $(VENV)/.installed-wheels
+$(WHEELS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,wheels]'
+	@touch $@
+
+# The other platforms' wheels: cibuildwheel on each OS's CI runner ([tool.cibuildwheel] in pyproject.toml).
+wheels: $(WHEELS_STAMP) ## Build this machine's platform wheel (manylinux) and the pure-Python wheel into dist/wheels, install and smoke-test each, compare their bytes
+	$(BIN)/python scripts/smoke_wheel.py --wheels
+
+wheels-config: $(WHEELS_STAMP) ## Check that [tool.cibuildwheel] builds the release set (cibuildwheel lists it; no build; CI)
+	$(BIN)/python scripts/smoke_wheel.py --cibuildwheel-config
+
+test: $(STAMP) venv-torch venv-ray cpp cpp-asan ## Run the whole test suite (thorough hypothesis profile on CI), the C++ reader's included
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Run the tests with the fast hypothesis profile
@@ -102,7 +132,36 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP) venv-ray ## Run the benchmarks; figures are ratios against a baseline in the same run
+# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root).
+cpp-deps:
+	@if ! command -v $(CXX) >/dev/null 2>&1 || ! printf '#include <zstd.h>\n#include <zlib.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev; \
+		else \
+			echo "make cpp needs g++, libzstd-dev and zlib1g-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
+		fi; \
+	fi
+
+cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracepack cat`); installs g++/libzstd if missing
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build
+
+cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
+	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
+
+# The vectors the C++ reader runs: `cat` on all of them; `trace` joins with the lazy reader (branch cpplazy),
+# which sets CPP_VECTORS to '.' (every vector).
+CPP_VECTORS ?= ^(?!.*(^|/|-)trace(-|/|$$))
+CPP_DAMAGED ?= ^(?=invalid/)(?!.*(^|/|-)trace(-|/|$$))
+SANITIZERS := ASAN_OPTIONS=abort_on_error=0:exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=86:print_stacktrace=1
+
+conformance-cpp: $(STAMP) cpp cpp-asan ## The conformance suite against build/tracepack-cpp (exact places), its damaged vectors under ASan/UBSan
+	$(BIN)/python -m conformance.run --impl build/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_VECTORS)'
+	$(SANITIZERS) $(BIN)/python -m conformance.run --impl build/asan/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_DAMAGED)'
+
+ci-cpp: $(STAMP) conformance-cpp ## All of the C++ reader's checks alone (apt deps, builds, conformance, tests/cpp: differential, ASan/UBSan)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cpp
+
+bench: $(STAMP) venv-ray cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run
 
 FUZZ_CASES ?= 2000
@@ -157,15 +216,26 @@ executorch-samples: ## Remake tests/data/executorch/ (ETRecord, .pte, ETDump, lo
 	$(ET_VENV)/bin/python scripts/executorch/make_samples.py --delegate
 	$(BIN)/python scripts/executorch/make_samples.py --profiler
 
+# Not part of test/CI: torch, torchvision, timm and transformers (GBs), in their own environment; REAL_VENV
+# names an existing one instead (then nothing is installed into it).
+REAL_VENV ?= .venv-real
+REAL_PINS := torch==2.14.1 torchvision==0.29.1 timm==1.0.31 transformers==5.24.0
+real-models: ## Export the 18 real third-party models of the size benchmark into .bench/real (own venv; not CI)
+	@test -x $(REAL_VENV)/bin/python || { $(PYTHON) -m venv $(REAL_VENV) && $(REAL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(REAL_PINS); }
+	$(REAL_VENV)/bin/python -W ignore scripts/torch/real_models.py
+
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)
 	$(RELEASE_PYTHON) scripts/torch/releases/build_all.py $(RELEASES)
 
-dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary (torch 2.13; deterministic; docs/dictionaries.md)
+dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary and record its inputs (torch 2.13; docs/dictionaries.md)
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py
 
-dictionary-check: $(TORCH_STAMP) ## Fail unless retraining reproduces the shipped dictionary byte for byte
+dictionary-check: $(STAMP) ## Fail unless every recorded dictionary retrains byte for byte from its commit (no torch; CI)
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check
+
+dictionary-corpus-check: $(TORCH_STAMP) ## Fail unless torch 2.13 exports the recorded training inputs (minutes; not CI)
+	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check-corpus
 
 # Not part of test/CI: the corpus needs executorch ($(ET_VENV)); training runs in the project's environment.
 # The corpus is made afresh (a folder left by another version of the script could hold other models).
@@ -179,5 +249,5 @@ executorch-dictionary-check: ## Fail unless the ExecuTorch corpus retrains into 
 	$(ET_VENV)/bin/python scripts/executorch/dictionary_corpus.py
 	$(BIN)/python scripts/executorch/train_dictionary.py --check
 
-clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+clean: ## Remove the virtual environment, caches and build/
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build

@@ -42,7 +42,11 @@ def test_appending_fields_conforms(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("  stack:uint = 0 (id: 4);", "  stack:long = 0 (id: 4);", "types differ for field: tracepack.Node.stack"),
+        (
+            '  stack:uint = 0 (id: 4, tracepack_ref: "stacks");',
+            '  stack:long = 0 (id: 4, tracepack_ref: "stacks");',
+            "types differ for field: tracepack.Node.stack",
+        ),
         ("  extensions:[Extension] (id: 12);", "", "field deleted: tracepack.Document.extensions"),
         ("  python = 0,", "  python = 2,", "values differ for enum: python"),
     ],
@@ -67,7 +71,7 @@ def test_union_fields_take_two_ids_and_unions_come_first() -> None:
     assert text.index("union Argument") < text.index("table NamedArgument")
     # Required non-scalars are marked; defaults and scalars are not.
     assert "strings:[string] (id: 1, required);" in text
-    assert re.search(r"stack:uint = 0 \(id: 4\);", text)
+    assert re.search(r"stack:uint = 0 \(id: 4, tracepack_ref: \"stacks\"\);", text)
     assert "table SideIndex" in text
 
 
@@ -75,3 +79,31 @@ def test_names_the_fbs_needs_are_reserved() -> None:
     text = SCHEMA.read_text(encoding="utf-8") + '\n[structs.ArgumentBox]\ndoc = "Taken."\n'
     with pytest.raises(SchemaError, match="ArgumentBox is taken"):
         emit_fbs(load_schema_text(text, source="x.toml"))
+
+
+def test_references_keep_their_table() -> None:
+    """Every `ref` of the schema is in the .fbs as an attribute, so readers generated from it alone (and
+    FlatBuffers Verifiers written for it) know which table each index must stay inside."""
+    schemas = load_schemas("schema")
+    files = render_all(schemas)
+    for schema in schemas:
+        text = files[f"fbs/tracepack-{schema.version}.fbs"]
+        assert 'attribute "tracepack_ref";' in text
+        for s in schema.structs.values():
+            for f in s.fields:
+                if f.ref is None:
+                    continue
+                line = next(
+                    ln
+                    for ln in text.splitlines()
+                    if ln.startswith(f"  {f.name}:") and "(id: " in ln and _in_table(text, ln, s.name)
+                )
+                assert f'tracepack_ref: "{f.ref}"' in line, (s.name, f.name)
+                assert ("tracepack_trie" in line) == f.trie
+                assert (f"tracepack_null: {f.null}" in line) == (f.null is not None)
+
+
+def _in_table(text: str, line: str, table: str) -> bool:
+    """Whether ``line`` is a field of ``table`` in the .fbs ``text``."""
+    start = text.index(f"table {table} {{")
+    return line in text[start : text.index("\n}", start)]

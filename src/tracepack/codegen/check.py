@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tracepack.codegen.emit_cpp import emit_cpp, emit_cpp_versions
 from tracepack.codegen.emit_fbs import emit_fbs, fbs_path
 from tracepack.codegen.emit_fbs_python import emit_fbs_python
 from tracepack.codegen.emit_jsonschema import emit_jsonschema
@@ -47,7 +48,7 @@ __all__ = [
 FIX_COMMAND = "make generate"
 _SCHEMA_FILE = re.compile(r"^tracepack-(\d+)\.(\d+)\.toml$")
 #: Folders of ``generated/`` that the generator owns entirely (stale files there are removed).
-_OWNED = ("python/tracepack_generated", "jsonschema", "fbs")
+_OWNED = ("python/tracepack_generated", "jsonschema", "fbs", "cpp")
 
 
 def load_schemas(schema_dir: str | Path) -> list[Schema]:
@@ -85,6 +86,8 @@ def render_all(schemas: list[Schema], schema_dir: str | Path | None = None) -> d
         files.update(emit_jsonschema(schema))
         files.update(emit_fbs(schema))
         files.update(emit_fbs_python(schema))
+        files.update(emit_cpp(schema))
+    files.update(emit_cpp_versions(schemas))
     if schema_dir is not None:
         files.update(render_torch(schema_dir))
     return files

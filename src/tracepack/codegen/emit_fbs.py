@@ -19,7 +19,12 @@ Layout choices that flatc enforces:
 * fields without a default that are not scalars are ``(required)``, so
   FlatBuffers' own verifiers (C++, Rust, ...) reject buffers that lack them;
 * one namespace for every version, so ``flatc --conform`` compares like with
-  like.
+  like;
+* what FlatBuffers has no word for is kept as attributes, declared at the top:
+  ``tracepack_ref: "TABLE"`` on a field that indexes a root table (``ref``),
+  ``tracepack_null: N`` for its lowest sentinel, ``tracepack_trie`` on a trie's
+  parent column, so that a reader generated from the ``.fbs`` alone (or a
+  Verifier written for it) knows which table each reference must stay inside.
 
 One table is FlatBuffers-only and not part of the tracepack schema:
 ``SideIndex`` (:data:`SIDE_INDEX`), the root of a small second buffer that the
@@ -35,6 +40,7 @@ from tracepack.errors import SchemaError
 
 __all__ = [
     "FBS_SCALARS",
+    "REF_ATTRIBUTES",
     "SIDE_INDEX",
     "SIDE_INDEX_IDENTIFIER",
     "box_name",
@@ -57,6 +63,9 @@ FBS_SCALARS = {
     "f32": "float",
     "f64": "double",
 }
+
+#: The attributes the ``.fbs`` declares for what the schema says of references (``ref``, ``null``, ``trie``).
+REF_ATTRIBUTES = ("tracepack_ref", "tracepack_null", "tracepack_trie")
 
 #: The FlatBuffers-only side table (root of the index buffer written after the document).
 SIDE_INDEX = "SideIndex"
@@ -143,6 +152,12 @@ def emit_fbs(schema: Schema) -> dict[str, str]:
     out = [*header_lines(schema, comment="//"), ""]
     out += _comment(schema.doc)
     out += [f"namespace {fbs_namespace(schema)};", ""]
+    out += _comment(
+        'A field with tracepack_ref: "T" holds indices of rows of the root\'s table T (a list: one per item);\n'
+        "tracepack_null: N, negative values down to N are sentinels, not rows; tracepack_trie, the column is\n"
+        "a trie's parent: row i's parent is below i. Readers check every such index against T's row count."
+    )
+    out += [f'attribute "{a}";' for a in REF_ATTRIBUTES] + [""]
     for e in schema.enums.values():
         base = FBS_SCALARS[e.type]
         out += _comment(e.doc)
@@ -172,6 +187,12 @@ def emit_fbs(schema: Schema) -> dict[str, str]:
                 attrs.append("required")
             if f.deprecated:
                 attrs.append("deprecated")
+            if f.ref is not None:
+                attrs.append(f'tracepack_ref: "{f.ref}"')
+            if f.null is not None:
+                attrs.append(f"tracepack_null: {f.null}")
+            if f.trie:
+                attrs.append("tracepack_trie")
             where = f"$.structs.{s.name}.fields.{f.name}"
             out.append(f"  {f.name}:{_fbs_type(f.type, where)}{_default(f)} ({', '.join(attrs)});")
         out += ["}", ""]

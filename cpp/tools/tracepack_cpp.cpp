@@ -1,0 +1,255 @@
+// tracepack-cpp: the C++ reader's command line.
+//
+//   tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE
+//
+// `cat` prints the document as `tracepack cat FILE` does, byte for byte (spec §11.2). On bad input it
+// exits 2 and prints one line on standard error: `tracepack: FILE: PLACE: problem; expected ...` as the
+// Python command line does, or with `--error-format json` one JSON object naming the error's class,
+// place and message (spec §12). The built-in zstd dictionaries are read from DIR, else from
+// $TRACEPACK_ZSTD_DICT_DIR, else from the package's folder found relative to this program.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tracepack/dictionaries.hpp"
+#include "tracepack/reader.hpp"
+
+#ifndef TRACEPACK_DICT_DIR_FROM_BINARY
+#define TRACEPACK_DICT_DIR_FROM_BINARY "../src/tracepack/data/zstd"
+#endif
+
+namespace {
+
+using tracepack::Error;
+using tracepack::ErrorClass;
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+const char* const kUsage =
+    "usage: tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE\n"
+    "\n"
+    "  cat FILE   print the document as plain JSON, strings resolved (as `tracepack cat FILE`)\n"
+    "\n"
+    "options:\n"
+    "  --error-format json  on bad input, one JSON line on stderr: {\"error\": CLASS, \"place\": PLACE, "
+    "\"message\": LINE}\n"
+    "  --zstd-dict FILE     the dictionary the file was compressed with (a file, or a built-in one's name)\n"
+    "  --dict-dir DIR       the built-in zstd dictionaries' folder (default: $TRACEPACK_ZSTD_DICT_DIR, else the\n"
+    "                       package's src/tracepack/data/zstd found from this program's location)\n";
+
+struct Options {
+    bool json_errors = false;
+    std::string dict_dir;
+    std::string zstd_dict;
+    bool has_zstd_dict = false;
+    std::string command;
+    std::string file;
+};
+
+int report(const Options& o, const std::string& source, const Error& e) {
+    std::string text = o.json_errors ? e.json(source) : "tracepack: " + e.line(source);
+    text += '\n';
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    return tracepack::exit_code(e.cls);
+}
+
+int usage_error(const Options& o, const std::string& problem) {
+    if (!o.json_errors) std::fputs(kUsage, stderr);
+    Error e{ErrorClass::UsageError, {}, problem, {}, false};
+    return report(o, "", e);
+}
+
+std::string default_dict_dir() {
+    if (const char* env = std::getenv("TRACEPACK_ZSTD_DICT_DIR"); env && *env) return env;
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return TRACEPACK_DICT_DIR_FROM_BINARY;
+    std::string exe(buf, static_cast<std::size_t>(n));
+    std::size_t slash = exe.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : exe.substr(0, slash);
+    return dir + "/" + TRACEPACK_DICT_DIR_FROM_BINARY;
+}
+
+const char* kind_of(mode_t mode) {
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+// A regular file's bytes, as the Python command line reads its inputs (tracepack.io.files.read_input).
+bool read_file(const std::string& path, const tracepack::Limits& limits, std::string& data, Error& error) {
+    int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        error = Error{ErrorClass::UsageError, {}, std::string("cannot open: ") + std::strerror(errno), {}, false};
+        return false;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0) {
+        error = Error{ErrorClass::UsageError, {}, std::string("cannot open: ") + std::strerror(errno), {}, false};
+        close(fd);
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error = Error{ErrorClass::UsageError, {}, std::string("is ") + kind_of(st.st_mode) + ", not a regular file",
+                      "a file (pipe data through standard input with '-')", true};
+        close(fd);
+        return false;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > limits.max_input) {
+        error = Error{ErrorClass::InputError, {},
+                      "file of " + std::to_string(st.st_size) + " bytes is larger than the " +
+                          std::to_string(limits.max_input) + "-byte input limit",
+                      "a smaller input, " + tracepack::limit_hint("max_input"), true};
+        close(fd);
+        return false;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    data.clear();
+    data.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (true) {
+        if (got == data.size()) data.resize(data.size() + (1 << 16));  // it grew: read on
+        ssize_t n = read(fd, data.data() + got, data.size() - got);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = Error{ErrorClass::UsageError, {}, std::string("cannot open: ") + std::strerror(errno), {}, false};
+            close(fd);
+            return false;
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+        if (got > limits.max_input) break;
+    }
+    close(fd);
+    data.resize(got);
+    if (got > limits.max_input) {
+        error = Error{ErrorClass::InputError, {},
+                      "file is larger than the " + std::to_string(limits.max_input) + "-byte input limit", {}, false};
+        return false;
+    }
+    return true;
+}
+
+bool write_all(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno == EPIPE;  // a closed pipe (`| head`): not an error, as for the Python CLI
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+int cmd_cat(const Options& o) {
+    tracepack::ReadOptions options;
+    options.dictionaries.path = o.dict_dir.empty() ? default_dict_dir() : o.dict_dir;
+    std::string data;
+    Error error;
+    if (o.has_zstd_dict) {
+        // a built-in dictionary's name (when no such file exists), else a dictionary file (spec §8.3)
+        struct stat st {};
+        std::vector<tracepack::BuiltinDictionary> all;
+        const tracepack::BuiltinDictionary* builtin = nullptr;
+        if (stat(o.zstd_dict.c_str(), &st) != 0 && tracepack::builtin_dictionaries(options.dictionaries.path, all, error)) {
+            for (const auto& d : all) {
+                if (d.name == o.zstd_dict && !d.withdrawn) builtin = &d;
+            }
+        }
+        if (builtin != nullptr) {
+            if (!tracepack::load_dictionary(*builtin, all, options.dictionaries.path, options.dictionaries.user, error)) {
+                return report(o, o.file, error);
+            }
+        } else if (!read_file(o.zstd_dict, options.limits, options.dictionaries.user, error)) {
+            return report(o, o.zstd_dict, error);
+        }
+        options.dictionaries.has_user = true;
+    }
+    if (!read_file(o.file, options.limits, data, error)) return report(o, o.file, error);
+    tracepack::current::Document doc;
+    if (!tracepack::read_document(data, options, doc, error)) return report(o, o.file, error);
+    data.clear();
+    data.shrink_to_fit();
+    if (!write_all(tracepack::canonical_json(doc))) {
+        Error e{ErrorClass::InternalError, {}, std::string("cannot write: ") + std::strerror(errno), {}, false};
+        return report(o, "<stdout>", e);
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::signal(SIGPIPE, SIG_IGN);
+    Options o;
+    std::vector<std::string> positional;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            std::fputs(kUsage, stdout);
+            return kExitOk;
+        }
+        if (a == "--error-format" || a.rfind("--error-format=", 0) == 0) {
+            std::string v;
+            if (a == "--error-format") {
+                if (i + 1 >= argc) return usage_error(o, "argument --error-format: expected one argument");
+                v = argv[++i];
+            } else {
+                v = a.substr(std::strlen("--error-format="));
+            }
+            if (v == "json") {
+                o.json_errors = true;
+            } else if (v != "text") {
+                return usage_error(o, "argument --error-format: invalid choice: '" + v + "' (choose from 'text', 'json')");
+            }
+            continue;
+        }
+        if (a == "--zstd-dict" || a.rfind("--zstd-dict=", 0) == 0) {
+            if (a == "--zstd-dict") {
+                if (i + 1 >= argc) return usage_error(o, "argument --zstd-dict: expected one argument");
+                o.zstd_dict = argv[++i];
+            } else {
+                o.zstd_dict = a.substr(std::strlen("--zstd-dict="));
+            }
+            o.has_zstd_dict = true;
+            continue;
+        }
+        if (a == "--dict-dir" || a.rfind("--dict-dir=", 0) == 0) {
+            if (a == "--dict-dir") {
+                if (i + 1 >= argc) return usage_error(o, "argument --dict-dir: expected one argument");
+                o.dict_dir = argv[++i];
+            } else {
+                o.dict_dir = a.substr(std::strlen("--dict-dir="));
+            }
+            continue;
+        }
+        if (a.size() > 1 && a[0] == '-' && a != "-") return usage_error(o, "unrecognized arguments: " + a);
+        positional.push_back(a);
+    }
+    if (positional.empty()) return usage_error(o, "the following arguments are required: command");
+    o.command = positional[0];
+    if (o.command != "cat") {
+        return usage_error(o, "argument command: invalid choice: '" + o.command + "' (choose from 'cat')");
+    }
+    if (positional.size() != 2) return usage_error(o, "cat takes one FILE");
+    o.file = positional[1];
+    if (o.file == "-") return usage_error(o, "standard input is not read yet: give a FILE");
+    return cmd_cat(o);
+}
