@@ -204,6 +204,15 @@ def test_every_release_file_torch_reads_loads_as_torch_loads_it(path: Path, road
     try:
         theirs_ep = torch.export.load(path)
     except Exception:  # a file this torch cannot read: nothing to compare with
+        release = tuple(int(x) for x in path.parent.name.split("."))
+        message = ""
+        if TORCH_VERSION is not None and release > TORCH_VERSION:  # a newer release's file: loads or is refused
+            try:
+                assert describe(tt.load(path))["code"]
+            except tt_errors.VersionError as exc:
+                message = str(exc)
+            assert "\n" not in message
+            return
         assert describe(tt.load(path))["code"]
         return
     theirs = describe(theirs_ep)
