@@ -158,3 +158,37 @@ def rewrite_zip(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
             start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
             if start % _ALIGN:
                 raise SystemExit(f"{dst}: {info.filename} is not {_ALIGN}-byte aligned")
+
+
+def python_zip_copy(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
+    """Copy a zip written by Python's zipfile member by member, swapping some contents."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = replace.get(info.filename, zin.read(info.filename))
+            out = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            out.compress_type = info.compress_type
+            out.external_attr = info.external_attr
+            zout.writestr(out, data)
+
+
+def torch_writer(src: Path) -> bool:
+    """Whether torch's PyTorchStreamWriter wrote the zip: its ``FB`` padding is in the local
+    headers only (the central directory has no extra field). torch 2.1-2.7's ``torch.export.save``
+    wrote ``.pt2`` files with Python's zipfile instead."""
+    raw = src.read_bytes()
+    with zipfile.ZipFile(src) as archive:
+        for info in archive.infolist():
+            at = info.header_offset
+            name_len, extra_len = struct.unpack("<HH", raw[at + 26 : at + 30])
+            if not raw[at + 30 + name_len : at + 30 + name_len + extra_len].startswith(b"FB"):
+                return False
+    return True
+
+
+def copy_zip(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
+    """Copy the zip ``src`` to ``dst`` as the writer that made it writes (:func:`rewrite_zip` for
+    torch's, :func:`python_zip_copy` for Python's), swapping the members named in ``replace``."""
+    if torch_writer(src):
+        rewrite_zip(src, dst, replace)
+    else:
+        python_zip_copy(src, dst, replace)

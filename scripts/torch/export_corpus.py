@@ -49,10 +49,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _sample_common import REPO_ROOT, PathRewriter, check_clean, machine_prefixes, rewrite_zip
+from _sample_common import REPO_ROOT, PathRewriter, check_clean, copy_zip, machine_prefixes
 from torch import nn
 from torch.export import Dim
-from torch.fx.traceback import annotate_fn
+
+annotate_fn = getattr(torch.fx.traceback, "annotate_fn", None)  # older torch: none (helpers unmarked)
 
 sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "generated" / "python")]
 
@@ -84,7 +85,7 @@ def _annotated() -> Iterator[None]:
     compile the wrappers, sees the plain functions."""
     plain = {name: globals()[name] for name in ("_gelu_tanh", "_gated", "_attend")}
     try:
-        for name, fn in plain.items():
+        for name, fn in plain.items() if annotate_fn is not None else ():
             globals()[name] = annotate_fn({"region": name.strip("_")})(fn)
         yield
     finally:
@@ -397,20 +398,26 @@ def _neutral_debug_pkl(name: str, raw: bytes, rewriter: PathRewriter) -> bytes:
     return write_debug_pkl(rows, parsed.form, sources=parsed.sources)
 
 
+def _is_program(member: str) -> bool:
+    """The program of either archive layout: ``<top>/models/<model>.json`` (torch 2.8+) or the flat
+    ``serialized_exported_program.json`` (torch 2.6 and 2.7)."""
+    return ("/models/" in member and member.endswith(".json")) or member == "serialized_exported_program.json"
+
+
 def write_export(name: str, out: Path, work: Path, rewriter: PathRewriter) -> dict[str, Any]:
     start = time.perf_counter()
     program = exported(name)
     raw_path = work / f"{name}.pt2"
     torch.export.save(program, raw_path)
     with zipfile.ZipFile(raw_path) as archive:
-        (member,) = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
+        (member,) = [n for n in archive.namelist() if _is_program(n)]
         raw = archive.read(member)
     clean = rewriter.bytes(raw)
     check_clean(f"{name} model.json", clean)
     if json.dumps(json.loads(clean)).encode() != clean:
         raise SystemExit(f"{name}: model.json is not in json.dumps' encoding")
     dst = out / f"{name}.pt2"
-    rewrite_zip(raw_path, dst, {member: clean})
+    copy_zip(raw_path, dst, {member: clean})
     check_clean(dst.name, dst.read_bytes())
     torch.export.load(dst)
     nodes = len(json.loads(clean)["graph_module"]["graph"]["nodes"])
@@ -429,7 +436,7 @@ def write_script(name: str, out: Path, work: Path, rewriter: PathRewriter) -> di
             if member.endswith(".debug_pkl") and "/code/" in member:
                 replace[member] = _neutral_debug_pkl(member, archive.read(member), rewriter)
     dst = out / raw_path.name
-    rewrite_zip(raw_path, dst, replace)
+    copy_zip(raw_path, dst, replace)
     check_clean(dst.name, dst.read_bytes())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

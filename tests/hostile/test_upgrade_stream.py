@@ -21,13 +21,15 @@ from typing import Any
 import pytest
 
 from tests.releases.samples import files, path, readback
-from tests.torch.conftest import TORCH_MARKS
+from tests.torch.conftest import PAYLOAD_CONFIGS, TORCH_MARKS
 from tracepack.cli import main
 
 torch = pytest.importorskip("torch")
 from tracepack.torch.upgrade import upgrade_pt2, upgrade_pt2_file  # noqa: E402 - needs torch
 
-pytestmark = TORCH_MARKS
+# The streamed upgrade writes torch 2.10's layout, which an older torch's torch.export.load cannot read:
+# there `tracepack upgrade` goes through torch (tests/releases/test_upgrade.py, tests/torch/test_load_hostile.py).
+pytestmark = [*TORCH_MARKS, PAYLOAD_CONFIGS.mark]
 
 #: Every export sample of a release that wrote the ``<top>/models/`` layout.
 PACKAGE = [(v, n) for v, n in files("export") if zipfile.ZipFile(path(v, n)).namelist()[0].count("/") >= 1]

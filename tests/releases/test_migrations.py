@@ -8,13 +8,13 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from tests.releases.samples import files, path
 from tests.releases.strategies import all_member_unions, fx_candidates
 from tracepack.io.zip import open_archive
 from tracepack.torch import pt2
-from tracepack.torch.export.node_names import GraphNames
+from tracepack.torch.export.node_names import GraphNames, fx_style
 from tracepack.torch.export.schema_versions import schema_version_of
 from tracepack.torch.export.upgrade import CURRENT, _compact, upgrade_program
 
@@ -32,7 +32,7 @@ def test_all_member_unions_become_one_member(union: tuple[dict[str, Any], str]) 
 
 
 @given(candidates=fx_candidates)
-@pytest.mark.parametrize("style", ["legacy", "current"])
+@pytest.mark.parametrize("style", ["legacy", "rewrite", "current"])
 def test_fx_names_are_unique_identifiers(candidates: list[str], style: str) -> None:
     names = GraphNames(style=style)
     made = [names.create(c) for c in candidates]
@@ -42,12 +42,19 @@ def test_fx_names_are_unique_identifiers(candidates: list[str], style: str) -> N
         assert name not in keyword.kwlist
 
 
+@pytest.mark.torch
 @given(candidates=fx_candidates)
+@example(candidates=["x", "x_11", "x_11"])  # x_11 taken again: x_12 (legacy, current), x_1 (rewrite)
 def test_fx_names_are_torchs(candidates: list[str]) -> None:
-    """The same names torch.fx's own name space gives, candidate after candidate."""
+    """The same names the installed torch.fx's name space gives, candidate after candidate: torch
+    2.6 and before name as ``legacy``; torch 2.7 rewrote it (PR #148288), ``rewrite``, and a later
+    release looks a taken name's count up by its base, ``current``."""
     fx_graph = pytest.importorskip("torch.fx.graph")
+    import torch
+
+    release = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
     theirs = fx_graph._Namespace()
-    ours = GraphNames(style="current")
+    ours = GraphNames(style=fx_style(release))
     assert [ours.create(c) for c in candidates] == [theirs.create_name(c, None) for c in candidates]
 
 

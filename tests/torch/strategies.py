@@ -11,26 +11,32 @@ from tracepack.codegen.torch_schema import TorchSpec, TypeDef, parse_type
 
 _PRIMITIVES = ("int", "str", "bool", "float")
 _NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8)
+#: Floats as torch 2.8+ writes them (inf and nan as strings) and reads them (``float()`` of any of these).
 _FLOATS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["Infinity", "-Infinity", "NaN"]), st.integers()
 )
+#: ... and as torch 2.6 writes them (json.dumps: inf and nan as literals) and reads them (kept as they are).
+_JSON_FLOATS = st.one_of(st.floats(), st.integers())
 
 
-def schema_values(types: dict[str, Any], name: str, *, depth: int = 3) -> st.SearchStrategy[Any]:
-    """JSON values (dicts, lists, str, int, float, bool, None) valid for schema class ``name``."""
-    return _value(types, name, depth)
+def schema_values(
+    types: dict[str, Any], name: str, *, depth: int = 3, float_strings: bool = True
+) -> st.SearchStrategy[Any]:
+    """JSON values (dicts, lists, str, int, float, bool, None) valid for schema class ``name``, floats
+    spelled as the torch whose conventions say ``float_strings`` writes them."""
+    return _value(types, name, depth, _FLOATS if float_strings else _JSON_FLOATS)
 
 
-def _value(types: dict[str, Any], t: Any, depth: int) -> st.SearchStrategy[Any]:
+def _value(types: dict[str, Any], t: Any, depth: int, floats: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     if isinstance(t, str) and t in ("int", "str", "bool", "float"):
-        return {"int": st.integers(), "str": st.text(max_size=12), "bool": st.booleans(), "float": _FLOATS}[t]
+        return {"int": st.integers(), "str": st.text(max_size=12), "bool": st.booleans(), "float": floats}[t]
     if isinstance(t, tuple):
         kind, inner = t
         if kind == "optional":
-            return st.one_of(st.none(), _value(types, inner, depth))
+            return st.one_of(st.none(), _value(types, inner, depth, floats))
         if depth <= 0:
             return st.just([]) if kind == "list" else st.just({})
-        sub = _value(types, inner, depth - 1)
+        sub = _value(types, inner, depth - 1, floats)
         if kind == "list":
             return st.lists(sub, max_size=3)
         return st.dictionaries(_NAMES, sub, max_size=3)
@@ -41,9 +47,9 @@ def _value(types: dict[str, Any], t: Any, depth: int) -> st.SearchStrategy[Any]:
         options = [(f, parse_type(ft)) for f, ft, _ in fields]
         if depth <= 0:  # only members that end here: no further classes
             options = [(f, ft) for f, ft in options if isinstance(ft, tuple) or ft in _PRIMITIVES] or options[:1]
-        return st.one_of(*[_value(types, ft, depth - 1).map(lambda v, f=f: {f: v}) for f, ft in options])
-    required = {f: _value(types, parse_type(ft), depth - 1) for f, ft, d in fields if d is None}
-    optional = {f: _value(types, parse_type(ft), depth - 1) for f, ft, d in fields if d is not None}
+        return st.one_of(*[_value(types, ft, depth - 1, floats).map(lambda v, f=f: {f: v}) for f, ft in options])
+    required = {f: _value(types, parse_type(ft), depth - 1, floats) for f, ft, d in fields if d is None}
+    optional = {f: _value(types, parse_type(ft), depth - 1, floats) for f, ft, d in fields if d is not None}
     return st.fixed_dictionaries(required, optional=optional)
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS, model_json
 from tracepack import interned_json
 from tracepack.cli import main
 from tracepack.torch.archives import import_archive
@@ -21,12 +20,6 @@ torch = pytest.importorskip("torch")
 pytestmark = TORCH_MARKS
 
 CODECS = [(c, z) for c in ("json", "msgpack", "flatbuffers-rows", "flatbuffers") for z in ("none", "zstd")]
-
-
-def model_json(path: Path) -> bytes:
-    with zipfile.ZipFile(path) as archive:
-        (member,) = [n for n in archive.namelist() if "/models/" in n and n.endswith(".json")]
-        return archive.read(member)
 
 
 def all_nodes(data: bytes) -> list[dict[str, object]]:

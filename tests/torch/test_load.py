@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.torch.compare import describe
-from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tests.torch.conftest import CORPUS, FAKE_TENSOR_ROAD, PT2, SEVERAL_PROGRAMS, TORCH_MARKS, TORCH_VERSION
 
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
@@ -43,19 +43,25 @@ def test_load_equals_torch_export_load(name: str, reference: dict[str, dict[str,
     assert set(ours) == set(theirs)
 
 
+#: The shorter roads taken on each release (docs/torch-load.md), measured on 2.6, 2.8 and 2.13 (2.10 and
+#: 2.12 not measured since main's replay and nodes roads): torch before 2.8 makes fake tensors another
+#: way and has no walk for unbacked symbols to skip; the replay and nodes roads match 2.13's code.
+ROADS = (
+    ("sympy", "fake_tensors", "replay", "nodes", "unbacked", "lazy_root")
+    if TORCH_VERSION is None or TORCH_VERSION >= (2, 13)
+    else ("sympy", "fake_tensors", "unbacked", "lazy_root")
+    if TORCH_VERSION >= (2, 8)
+    else ("sympy", "lazy_root")
+)
+
+
 def test_the_shorter_roads_are_taken_on_this_torch() -> None:
     serde = importlib.import_module("torch._export.serde.serialize")
-    assert deserializer.patched(serde, fast=True).features == (
-        "sympy",
-        "fake_tensors",
-        "replay",
-        "nodes",
-        "unbacked",
-        "lazy_root",
-    )
+    assert deserializer.patched(serde, fast=True).features == ROADS
     assert deserializer.patched(serde, fast=False).features == ("sympy",)
 
 
+@FAKE_TENSOR_ROAD.mark
 def test_a_changed_torch_gets_its_own_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where torch's deserialize_tensor_meta is not the one the fast road was written against, or the
     trial tensors differ, torch's own method runs."""
@@ -152,6 +158,7 @@ def two_programs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return with_model, without
 
 
+@SEVERAL_PROGRAMS.mark
 def test_an_archive_of_several_programs_loads_model_as_torch_does(
     two_programs: tuple[Path, Path], reference: dict[str, dict[str, Any]]
 ) -> None:
@@ -164,6 +171,7 @@ def test_an_archive_of_several_programs_loads_model_as_torch_does(
     assert describe(tt.load(with_model, model="second")) == describe(second)
 
 
+@SEVERAL_PROGRAMS.mark
 def test_an_archive_without_model_is_refused_naming_what_it_holds(two_programs: tuple[Path, Path]) -> None:
     _, without = two_programs
     with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error is a bare KeyError/RuntimeError
@@ -196,6 +204,15 @@ def test_every_release_file_torch_reads_loads_as_torch_loads_it(path: Path, road
     try:
         theirs_ep = torch.export.load(path)
     except Exception:  # a file this torch cannot read: nothing to compare with
+        release = tuple(int(x) for x in path.parent.name.split("."))
+        message = ""
+        if TORCH_VERSION is not None and release > TORCH_VERSION:  # a newer release's file: loads or is refused
+            try:
+                assert describe(tt.load(path))["code"]
+            except tt_errors.VersionError as exc:
+                message = str(exc)
+            assert "\n" not in message
+            return
         assert describe(tt.load(path))["code"]
         return
     theirs = describe(theirs_ep)

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pickle
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.torch.conftest import CORPUS, TORCH_MARKS
+from tests.torch.conftest import COMMITTED_CORPUS, CORPUS, PACKAGE_LAYOUT, PAYLOAD_CONFIGS, TORCH_MARKS, is_program
 from tests.torch.strategies import sympy_expressions
 from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, VersionError
 from tracepack.io.zip import write_archive
@@ -49,8 +50,8 @@ def rewrite(
     for name, data in members:
         new = change(name, data)
         out.append((name, data if new is None else new))
-    top = members[0][0].split("/", 1)[0]
-    out += [(f"{top}/{rel}", data) for rel, data in (add or {}).items()]
+    top = members[0][0].split("/", 1)[0] + "/" if "/" in members[0][0] else ""  # a flat archive has no top folder
+    out += [(f"{top}{rel}", data) for rel, data in (add or {}).items()]
     dst.write_bytes(write_archive(out))
     return dst
 
@@ -66,11 +67,32 @@ def _json_member(suffix: str, edit: Callable[[Any], None]) -> Callable[[str, byt
     return change
 
 
+def pickle_member(path: Path, kind: str) -> str | None:
+    """The member holding all the ``kind`` (``weights``, ``constants``) as one ``torch.save`` pickle:
+    torch 2.6/2.7's flat ``serialized_state_dict.pt``/``serialized_constants.pt``, torch 2.8's
+    ``<top>/data/<kind>/model.pt``; None in torch 2.10+'s layout (a record per tensor, and a config)."""
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+    flat = {"weights": "serialized_state_dict.pt", "constants": "serialized_constants.pt"}[kind]
+    if flat in names:
+        return flat
+    return next((n for n in names if n.endswith(f"/data/{kind}/model.pt")), None)
+
+
+def program_member(path: Path) -> str:
+    with zipfile.ZipFile(path) as z:
+        (member,) = [n for n in z.namelist() if is_program(n)]
+    return member
+
+
 def test_pickled_weight_with_os_system_does_not_run(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     payload = pickle.dumps(_Touch(marker))
+    member = pickle_member(CORPUS / "cnn.pt2", "weights")
 
     def change(name: str, data: bytes) -> bytes | None:
+        if member is not None:  # torch before 2.10: every weight in one pickle
+            return payload if name == member else None
         if name.endswith("weights/weight_0"):
             return payload
         return _json_member(
@@ -78,7 +100,8 @@ def test_pickled_weight_with_os_system_does_not_run(tmp_path: Path) -> None:
         )(name, data)
 
     bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "evil.pt2", change)
-    with pytest.raises(UnsafePickleError, match=r"weights/weight_0.*weight 'stem.0.weight' stored as a pickle"):
+    where = re.escape(member) if member else r"weights/weight_0.*weight 'stem.0.weight' stored as a pickle"
+    with pytest.raises(UnsafePickleError, match=where):
         tt.load(bad)
     assert not marker.exists()
     # torch.export.load runs it (the reason tracepack's loader does not hand pickles to torch.load blindly).
@@ -87,6 +110,7 @@ def test_pickled_weight_with_os_system_does_not_run(tmp_path: Path) -> None:
     assert marker.exists()
 
 
+@PAYLOAD_CONFIGS.mark  # before, every weight is a pickle: read by torch's weights_only unpickler (any load)
 def test_trust_pickles_loads_a_pickled_tensor(tmp_path: Path) -> None:
     weight = torch.export.load(CORPUS / "cnn.pt2").state_dict["stem.0.weight"]
     buf = io.BytesIO()
@@ -105,6 +129,7 @@ def test_trust_pickles_loads_a_pickled_tensor(tmp_path: Path) -> None:
     assert torch.equal(tt.load(path, trust_pickles=True).state_dict["stem.0.weight"], weight)
 
 
+@PAYLOAD_CONFIGS.mark  # before, constants are one pickle: test_a_constants_pickle_that_runs_code_is_refused
 @pytest.mark.parametrize("prefix", ["custom_obj_", "opaque_obj_"])
 def test_custom_and_opaque_constants_are_refused_without_trust(tmp_path: Path, prefix: str) -> None:
     marker = tmp_path / "ran"
@@ -122,15 +147,43 @@ def test_custom_and_opaque_constants_are_refused_without_trust(tmp_path: Path, p
     assert not marker.exists()
 
 
+@pytest.mark.skipif(
+    PAYLOAD_CONFIGS.present,
+    reason="torch 2.10 and newer keep each constant in a record of its own, with a config: "
+    "test_custom_and_opaque_constants_are_refused_without_trust",
+)
+def test_a_constants_pickle_that_runs_code_is_refused(tmp_path: Path) -> None:
+    """torch 2.6-2.8 keep the constants (torchbind objects among them) in one pickle, which their
+    torch.export.load unpickles in full."""
+    marker = tmp_path / "ran"
+    member = pickle_member(CORPUS / "cnn.pt2", "constants")
+    assert member is not None
+    bad = rewrite(
+        CORPUS / "cnn.pt2",
+        tmp_path / "evil.pt2",
+        lambda name, data: pickle.dumps(_Touch(marker)) if name == member else None,
+    )
+    with pytest.raises(UnsafePickleError, match=re.escape(member)):
+        tt.load(bad)
+    assert not marker.exists()
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever torch makes of the int os.system returns
+        torch.export.load(bad)
+    assert marker.exists()
+
+
 def test_example_inputs_that_need_a_full_unpickler_are_refused(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     payload = pickle.dumps(_Touch(marker))
+    # torch 2.8+'s sample_inputs/<model>.pt, torch 2.6/2.7's serialized_example_inputs.pt
+    inputs = re.compile(r"(.*/data/sample_inputs/model|serialized_example_inputs)\.pt")
     bad = rewrite(
         CORPUS / "cond.pt2",
         tmp_path / "evil.pt2",
-        lambda name, data: payload if name.endswith("sample_inputs/model.pt") else None,
+        lambda name, data: payload if inputs.fullmatch(name) else None,
     )
-    with pytest.raises(UnsafePickleError, match=r"sample_inputs/model\.pt: example inputs"):
+    with pytest.raises(
+        UnsafePickleError, match=r"(sample_inputs/model|serialized_example_inputs)\.pt: .*example inputs"
+    ):
         tt.load(bad)
     assert not marker.exists()
 
@@ -140,7 +193,7 @@ def test_expression_strings_are_not_evaluated(tmp_path: Path) -> None:
     evil = f"__import__('os').system('touch {marker}')"
 
     def change(name: str, data: bytes) -> bytes | None:
-        if not name.endswith("models/model.json"):
+        if not is_program(name):
             return None
         text = data.decode()
         first = text.index('"expr_str": "') + len('"expr_str": "')
@@ -178,11 +231,11 @@ def test_schema_mismatch_names_the_json_path(tmp_path: Path) -> None:
     def edit(p: Any) -> None:
         p["graph_module"]["graph"]["nodes"][3]["inputs"][0] = 5
 
-    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member("models/model.json", edit))
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member(program_member(CORPUS / "cnn.pt2"), edit))
     with pytest.raises(LegacyFormatError) as err:
         tt.load(bad)
     message = str(err.value)
-    assert "model.json: $.graph_module.graph.nodes[3].inputs[0]: " in message
+    assert f"{program_member(CORPUS / 'cnn.pt2')}: $.graph_module.graph.nodes[3].inputs[0]: " in message
     assert "expected a NamedArgument object" in message
     assert "\n" not in message
 
@@ -191,7 +244,7 @@ def test_missing_field_names_the_json_path(tmp_path: Path) -> None:
     def edit(p: Any) -> None:
         del p["graph_module"]["graph"]["nodes"][0]["target"]
 
-    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member("models/model.json", edit))
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", _json_member(program_member(CORPUS / "cnn.pt2"), edit))
     with pytest.raises(LegacyFormatError, match=r"\$\.graph_module\.graph\.nodes\[0\]\.target.*missing"):
         tt.load(bad)
 
@@ -200,7 +253,7 @@ def test_newer_schema_major_is_one_line_naming_supported_versions(tmp_path: Path
     bad = rewrite(
         CORPUS / "cnn.pt2",
         tmp_path / "new.pt2",
-        _json_member("models/model.json", lambda p: p["schema_version"].update(major=99)),
+        _json_member(program_member(CORPUS / "cnn.pt2"), lambda p: p["schema_version"].update(major=99)),
     )
     with pytest.raises(VersionError) as err:
         tt.load(bad)
@@ -247,6 +300,7 @@ def test_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
         signal.signal(signal.SIGALRM, previous)
 
 
+@PACKAGE_LAYOUT.mark  # a flat archive (torch 2.6/2.7's own) always takes the upgrade path: nothing to decide
 def test_current_archive_is_not_read_whole_to_decide_on_an_upgrade(tmp_path: Path) -> None:
     import tracemalloc
 
@@ -268,11 +322,13 @@ def test_current_archive_is_not_read_whole_to_decide_on_an_upgrade(tmp_path: Pat
 
 
 def test_weight_record_of_the_wrong_size(tmp_path: Path) -> None:
-    bad = rewrite(
-        CORPUS / "cnn.pt2", tmp_path / "bad.pt2", lambda n, d: d[:-4] if n.endswith("weights/weight_0") else None
-    )
-    with pytest.raises(LegacyFormatError, match="weights/weight_0"):
+    member = pickle_member(CORPUS / "cnn.pt2", "weights") or "weights/weight_0"  # one pickle before torch 2.10
+    bad = rewrite(CORPUS / "cnn.pt2", tmp_path / "bad.pt2", lambda n, d: d[:-4] if n.endswith(member) else None)
+    with pytest.raises(InputError, match=re.escape(member)) as info:
         tt.load(bad)
+    assert "\n" not in str(info.value)
+    if member == "weights/weight_0":
+        assert isinstance(info.value, LegacyFormatError)
 
 
 @settings(deadline=None)
@@ -299,7 +355,7 @@ def test_a_forbidden_piece_anywhere_is_refused(text: str, piece: str) -> None:
 def test_old_archives_expression_strings_are_not_evaluated(tmp_path: Path) -> None:
     """A torch 2.3 (flat layout) archive goes through the upgrade path: the same check applies."""
     marker = tmp_path / "ran"
-    src = CORPUS.parent / "releases" / "2.3" / "dynamic.pt2"
+    src = COMMITTED_CORPUS.parent / "releases" / "2.3" / "dynamic.pt2"
     evil = f"__import__('os').system('touch {marker}')"
 
     def change(name: str, data: bytes) -> bytes | None:

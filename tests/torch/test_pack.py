@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
-from tests.torch.test_export_roundtrip import model_json
+from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS, is_program, model_json
 from tracepack.cli import main
 from tracepack.torch.pt2 import DEBUG_KEYS, MEMBER_DIR
 
@@ -45,8 +44,8 @@ def test_pack_unpack_byte_identical_and_loadable(name: str, tmp_path: Path, caps
     with zipfile.ZipFile(src) as a, zipfile.ZipFile(unpacked) as b:
         assert a.namelist() == b.namelist()
         assert all(a.read(n) == b.read(n) for n in a.namelist())
-    with zipfile.ZipFile(packed) as archive:
-        assert any(f"/{MEMBER_DIR}" in n for n in archive.namelist())
+    with zipfile.ZipFile(packed) as archive:  # below the top folder; at the root of a flat (torch 2.6/2.7) archive
+        assert any(n.startswith(MEMBER_DIR) or f"/{MEMBER_DIR}" in n for n in archive.namelist())
     stripped = json.loads(model_json(packed))
     debug = set(DEBUG_KEYS)
     want = [
@@ -73,7 +72,10 @@ def test_packed_member_is_a_tracepack_document(tmp_path: Path, capsys: pytest.Ca
         (member,) = [n for n in archive.namelist() if n.endswith(".tpk")]
         doc = tracepack.loads(archive.read(member))
     raw = json.loads(model_json(CORPUS / "transformer.pt2"))["graph_module"]["graph"]["nodes"]
-    assert [n.name for n in doc.nodes()] == [n["name"] for n in raw]
+    if all("name" in n for n in raw):
+        assert [n.name for n in doc.nodes()] == [n["name"] for n in raw]
+    else:  # torch before 2.12 stores no node names: the member keeps the nodes in order, unnamed like them
+        assert len(doc) == len(raw)
     assert [n.meta for n in doc.nodes()] == [{k: v for k, v in n["metadata"].items() if k in DEBUG_KEYS} for n in raw]
     # `convert` of a packed archive gives the full program back.
     tpk, out = tmp_path / "p.tpk", tmp_path / "model.json"
@@ -87,7 +89,9 @@ def test_pack_keep_leaves_keys_in_model_json(tmp_path: Path, capsys: pytest.Capt
     assert main(["pack", str(src), str(packed), "--strip-all", "--keep", "custom", "--keep", "torch_fn"]) == 0
     assert main(["unpack", str(packed), str(unpacked)]) == 0
     nodes = json.loads(model_json(packed))["graph_module"]["graph"]["nodes"]
-    assert {k for n in nodes for k in n["metadata"]} == {"custom", "torch_fn"}
+    written = {k for n in json.loads(model_json(src))["graph_module"]["graph"]["nodes"] for k in n["metadata"]}
+    assert "torch_fn" in written  # ("custom" only where the exporting torch has annotate_fn)
+    assert {k for n in nodes for k in n["metadata"]} == {"custom", "torch_fn"} & written
     assert model_json(unpacked) == model_json(src)
     torch.export.load(packed)
 
@@ -128,8 +132,10 @@ def test_strip_all_moves_every_string_and_says_what_torch_loses(
 def test_packed_model_json_is_stored_deflated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     packed, _ = pack_unpack(CORPUS / "transformer.pt2", tmp_path, capsys)
     with zipfile.ZipFile(packed) as z, zipfile.ZipFile(CORPUS / "transformer.pt2") as orig:
-        (info,) = [i for i in z.infolist() if i.filename.endswith("models/model.json")]
-        (before,) = [i for i in orig.infolist() if i.filename.endswith("models/model.json")]
+        (info,) = [i for i in z.infolist() if is_program(i.filename)]
+        (before,) = [i for i in orig.infolist() if is_program(i.filename)]
         assert info.compress_type == zipfile.ZIP_DEFLATED
         assert info.compress_size <= 0.3 * before.file_size
-        assert all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist() if "/data/" in i.filename)
+        # every other member as torch wrote it (weights stored, in torch 2.8+'s layout 64-byte aligned)
+        kept = {i.filename: i.compress_type for i in orig.infolist() if not is_program(i.filename)}
+        assert {i.filename: i.compress_type for i in z.infolist() if i.filename in kept} == kept

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.torch.compare import describe
-from tests.torch.conftest import CORPUS, PT2, TORCH_MARKS
+from tests.torch.conftest import CORPUS, DIRECT_SAVE, PT2, TORCH_MARKS, is_program
+from tests.torch.conftest import members as all_members
 from tracepack.errors import UsageError
 
 torch = pytest.importorskip("torch")
@@ -23,8 +24,7 @@ RANDOM = ".data/serialization_id"
 
 
 def members(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        return {n.split("/", 1)[1]: z.read(n) for n in z.namelist() if not n.endswith(RANDOM)}
+    return {n: d for n, d in all_members(data).items() if not n.endswith(RANDOM)}
 
 
 @pytest.mark.parametrize("name", PT2)
@@ -50,8 +50,8 @@ def test_saved_model_json_is_small_and_keeps_torchs_keys(tmp_path: Path) -> None
     out = tmp_path / "s.pt2"
     tt.save(ep, out)
     with zipfile.ZipFile(out) as z, zipfile.ZipFile(CORPUS / "transformer_strict.pt2") as orig:
-        (info,) = [i for i in z.infolist() if i.filename.endswith("models/model.json")]
-        (before,) = [i for i in orig.infolist() if i.filename.endswith("models/model.json")]
+        (info,) = [i for i in z.infolist() if is_program(i.filename)]
+        (before,) = [i for i in orig.infolist() if is_program(i.filename)]
         assert info.compress_size <= 0.3 * before.file_size
         nodes = json.loads(z.read(info))["graph_module"]["graph"]["nodes"]
     keys = {k for n in nodes for k in n["metadata"]}
@@ -65,11 +65,13 @@ def test_save_strip_and_stream(tmp_path: Path) -> None:
     buf = io.BytesIO()
     tt.save(ep, buf, strip=True, extra_files={"note.txt": "hello"})
     with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
-        (program,) = [n for n in z.namelist() if n.endswith("models/model.json")]
+        (program,) = [n for n in z.namelist() if is_program(n)]
         assert all(n["metadata"] == {} for n in json.loads(z.read(program))["graph_module"]["graph"]["nodes"])
-    extra: dict[str, str] = {}
+    # (torch fills a dict given with keys: `extra_files or {}` drops an empty one)
+    extra, theirs = {"note.txt": ""}, {"note.txt": ""}
     back = tt.load(io.BytesIO(buf.getvalue()), extra_files=extra)
-    assert extra == {"note.txt": "hello"}
+    torch.export.load(io.BytesIO(buf.getvalue()), extra_files=theirs)
+    assert extra == theirs == {"note.txt": "hello"}
     assert describe(back)["nodes"] == describe(ep)["nodes"]
 
 
@@ -79,6 +81,7 @@ def test_save_refuses_what_is_not_a_program(tmp_path: Path) -> None:
     assert not (tmp_path / "x.pt2").exists()
 
 
+@DIRECT_SAVE.mark  # before, save is torch.export.save + pack: torch's serializer runs as it is
 def test_save_skips_torchs_debug_formatting_only_while_debug_logging_is_off(caplog: pytest.LogCaptureFixture) -> None:
     """torch formats the whole graph for a debug log line whether or not it is logged; save runs
     torch's serialize_graph without that statement, and torch's own while debug logging is on."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tracepack
-from tests.torch.conftest import CORPUS, TORCH_MARKS, TORCHSCRIPT, TORCHSCRIPT_SAMPLES
+from tests.torch.conftest import COMMITTED_CORPUS, CORPUS, TORCH_MARKS, TORCHSCRIPT, TORCHSCRIPT_SAMPLES
 from tracepack.cli import main
 from tracepack.torch.torchscript.archive import read_torchscript_debug_info
 
@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = TORCH_MARKS
 
-DATA = CORPUS.parent
+DATA = COMMITTED_CORPUS.parent  # the TorchScript samples of tests/data/torch (torch 2.13 wrote them)
 ARCHIVES = [CORPUS / n for n in TORCHSCRIPT] + [DATA / n for n in TORCHSCRIPT_SAMPLES]
 
 

@@ -24,6 +24,9 @@ pytestmark = [
     # torch 2.13 deprecates TorchScript (jit.load/save, the lite interpreter) with warnings.
     pytest.mark.filterwarnings("ignore::DeprecationWarning:torch"),
     pytest.mark.filterwarnings("ignore::UserWarning:torch"),
+    # torch 2.15 warns on every torch.jit call ("`torch.jit.load` is deprecated. Please switch to ...").
+    pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:FutureWarning"),
+    pytest.mark.filterwarnings("ignore:Lite Interpreter is deprecated:FutureWarning"),
 ]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch"

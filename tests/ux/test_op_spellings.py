@@ -133,6 +133,7 @@ def test_annotate_maps_events_spelled_with_overloads_to_the_same_nodes() -> None
 
 
 @pytest.mark.torch
+@pytest.mark.filterwarnings("ignore:.*Profiler clears events:UserWarning")  # torch 2.10's profiler
 def test_torchs_own_printed_names_find_the_exported_nodes(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -50,7 +50,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import models  # noqa: E402
 import torch  # noqa: E402
-from _sample_common import PathRewriter, check_clean, machine_prefixes, rewrite_zip  # noqa: E402
+from _sample_common import PathRewriter, check_clean, copy_zip, machine_prefixes  # noqa: E402
 
 RELEASE = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 
@@ -163,33 +163,9 @@ def rewrite_pickle_strings(data: bytes, fix: Callable[[str], str]) -> bytes:
     return bytes(out)
 
 
-def python_zip_copy(src: Path, dst: Path, replace: dict[str, bytes]) -> None:
-    """Copy a zip written by Python's zipfile member by member, swapping some contents."""
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
-        for info in zin.infolist():
-            data = replace.get(info.filename, zin.read(info.filename))
-            out = zipfile.ZipInfo(info.filename, date_time=info.date_time)
-            out.compress_type = info.compress_type
-            out.external_attr = info.external_attr
-            zout.writestr(out, data)
-
-
-def _torch_writer(src: Path, archive: zipfile.ZipFile) -> bool:
-    """Whether torch's PyTorchStreamWriter wrote the zip: its ``FB`` padding is in the local
-    headers only (the central directory has no extra field)."""
-    raw = src.read_bytes()
-    for info in archive.infolist():
-        at = info.header_offset
-        name_len, extra_len = struct.unpack("<HH", raw[at + 26 : at + 30])
-        if not raw[at + 30 + name_len : at + 30 + name_len + extra_len].startswith(b"FB"):
-            return False
-    return True
-
-
 def neutralise(src: Path, dst: Path, rewriter: PathRewriter) -> None:
     replace: dict[str, bytes] = {}
     with zipfile.ZipFile(src) as archive:
-        torch_writer = _torch_writer(src, archive)
         for info in archive.infolist():
             name = info.filename
             data = archive.read(name)
@@ -201,10 +177,7 @@ def neutralise(src: Path, dst: Path, rewriter: PathRewriter) -> None:
             if new != data:
                 replace[name] = new
             check_clean(f"{dst.name}:{name}", new)
-    if torch_writer:
-        rewrite_zip(src, dst, replace)
-    else:
-        python_zip_copy(src, dst, replace)
+    copy_zip(src, dst, replace)
     check_clean(dst.name, dst.read_bytes())
 
 

@@ -38,6 +38,7 @@ from tracepack.errors import SchemaError
 
 __all__ = [
     "SPEC_DIR",
+    "Conventions",
     "TorchSpec",
     "TypeDef",
     "installed_schema_yaml",
@@ -79,6 +80,23 @@ class TorchSpec:
 
     def by_name(self) -> dict[str, TypeDef]:
         return {t.name: t for t in self.types}
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How a torch release's reflective converters treat values the schema types alone do not settle
+    (measured from the installed torch by :func:`tracepack.torch.serde.conventions`). The defaults are
+    torch 2.8 and newer's (2.7 not measured); torch 2.6's differ in all three."""
+
+    #: ``_dict_to_dataclass`` applies ``float()`` to a float field (2.8+); before, it keeps what the
+    #: JSON holds (an int stays an int; inf and nan are JSON's ``Infinity``/``NaN`` literals).
+    coerce_floats: bool = True
+    #: ``_dataclass_to_dict`` writes every field (2.8+); before, a field whose default is None is left
+    #: out while it is None.
+    write_none: bool = True
+    #: ``_dataclass_to_dict`` writes inf and nan as the strings ``"Infinity"``, ``"-Infinity"``,
+    #: ``"NaN"`` (2.8+); before, as floats (which ``json.dumps`` writes as literals).
+    float_strings: bool = True
 
 
 # -- torch's schema.yaml --------------------------------------------------------------------
@@ -401,8 +419,9 @@ class _Dumper:
     """Emits the reverse direction: torch's schema dataclasses -> JSON values, as torch's
     ``_dataclass_to_dict`` gives them (floats inf/nan as the strings torch writes)."""
 
-    def __init__(self, spec: TorchSpec) -> None:
+    def __init__(self, spec: TorchSpec, conventions: Conventions) -> None:
         self.types = spec.by_name()
+        self.conventions = conventions
         self.n = 0
 
     def tmp(self, prefix: str) -> str:
@@ -422,7 +441,7 @@ class _Dumper:
                 return f"[{self.expr(inner, e)} for {e} in {src}]"
             k = self.tmp("k")
             return f"{{{k}: {self.expr(inner, e)} for {k}, {e} in {src}.items()}}"
-        if t == "str":
+        if t == "str" or (t in _PRIMITIVES and not self.conventions.float_strings):
             return src
         if t in _PRIMITIVES or self.types[t].kind == "enum":
             v = self.tmp("t")
@@ -430,9 +449,22 @@ class _Dumper:
         return f"_d_{t}({src})"
 
     def struct(self, t: TypeDef) -> list[str]:
-        lines = [f"    def _d_{t.name}(o: Any) -> Any:", "        d = o.__dict__", "        return {"]
-        lines += [f"            {f!r}: {self.expr(parse_type(ft), f'd[{f!r}]')}," for f, ft, _ in t.fields]
-        return [*lines, "        }"]
+        lines = [f"    def _d_{t.name}(o: Any) -> Any:", "        d = o.__dict__"]
+        omitted = [] if self.conventions.write_none else [f for f, _, default in t.fields if default == "None"]
+        if not omitted:
+            lines.append("        return {")
+            lines += [f"            {f!r}: {self.expr(parse_type(ft), f'd[{f!r}]')}," for f, ft, _ in t.fields]
+            return [*lines, "        }"]
+        lines.append("        r: dict[str, Any] = {}")  # field by field, in order: None-default fields only when set
+        for f, ft, _ in t.fields:
+            if f in omitted:
+                lines += [
+                    f"        if d[{f!r}] is not None:",
+                    f"            r[{f!r}] = {self.expr(parse_type(ft), f'd[{f!r}]')}",
+                ]
+            else:
+                lines.append(f"        r[{f!r}] = {self.expr(parse_type(ft), f'd[{f!r}]')}")
+        return [*lines, "        return r"]
 
     def union(self, t: TypeDef) -> list[str]:
         lines = [f"    def _d_{t.name}(o: Any) -> Any:", "        d = o.__dict__", "        k = str(d['_type'])"]
@@ -460,11 +492,15 @@ def _header(spec: TorchSpec, source: str) -> list[str]:
     ]
 
 
-def render_module(spec: TorchSpec, *, source: str) -> str:
-    """The converter module for ``spec`` (see the module docstring)."""
+def render_module(spec: TorchSpec, *, source: str, conventions: Conventions | None = None) -> str:
+    """The converter module for ``spec`` (see the module docstring), following the ``conventions`` of
+    the torch release it is for (the defaults: torch 2.8 and newer's)."""
     em = _Emitter(spec)
+    conventions = conventions or Conventions()
     major, minor = spec.version
     out = _header(spec, source)
+    if conventions != Conventions():
+        out.append(f"# {conventions!r}")
     out += [
         f'"""Converters for torch\'s export schema {major}.{minor}: JSON values -> torch\'s schema dataclasses.',
         "",
@@ -511,11 +547,24 @@ def render_module(spec: TorchSpec, *, source: str) -> str:
         "    return x",
         "",
         "",
-        "def _float(x: Any) -> float:",
-        "    # torch's converter applies float(): ints, and the strings json writes for inf and nan.",
-        "    if type(x) is int or type(x) is str:",
-        "        return float(x)",
-        "    _bad()",
+        *(
+            [
+                "def _float(x: Any) -> float:",
+                "    # torch's converter applies float(): ints, and the strings json writes for inf and nan.",
+                "    if type(x) is int or type(x) is str:",
+                "        return float(x)",
+                "    _bad()",
+            ]
+            if conventions.coerce_floats
+            else [
+                "def _float(x: Any) -> Any:",
+                "    # torch's converter keeps what the JSON holds: an int stays an int (inf and nan are",
+                "    # JSON literals, already floats).",
+                "    if type(x) is int:",
+                "        return x",
+                "    _bad()",
+            ]
+        ),
         "",
         "",
         "def make(schema: Any, tag: Callable[[str, Any], Any]) -> dict[str, Callable[[Any], Any]]:",
@@ -539,7 +588,7 @@ def render_module(spec: TorchSpec, *, source: str) -> str:
             out += ["", *em.union(t)]
     names = [t.name for t in spec.types if t.kind != "enum"]
     out += ["", "    return {", *[f"        {n!r}: _c_{n}," for n in names], "    }", ""]
-    dumper = _Dumper(spec)
+    dumper = _Dumper(spec, conventions)
     out += [
         "",
         "def _jf(x: float) -> float | str:",

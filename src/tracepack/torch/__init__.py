@@ -25,6 +25,7 @@ So every detail torch serializes survives, node metadata (``stack_trace``,
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 from collections.abc import Sequence
@@ -60,10 +61,17 @@ def _serde() -> Any:
 def model_json(ep: ExportedProgram) -> bytes:
     """The ``model.json`` bytes ``torch.export.save`` would write for ``ep`` (weights left out)."""
     serde = _serde()
-    serialized = serde.ExportedProgramSerializer().serialize(
-        ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False
-    )
-    return bytes(serde._to_json_bytes(serialized.exported_program))
+    serializer = serde.ExportedProgramSerializer()
+    if "serialize_state_dict" in inspect.signature(serializer.serialize).parameters:
+        serialized = serializer.serialize(
+            ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False
+        )
+    else:  # torch 2.6-2.7: no way to leave the weights out (they are serialized, and dropped here)
+        serialized = serializer.serialize(ep)
+    if hasattr(serde, "_to_json_bytes"):
+        return bytes(serde._to_json_bytes(serialized.exported_program))
+    # torch 2.6-2.7: what their serialize() writes
+    return json.dumps(serde._dataclass_to_dict(serialized.exported_program), cls=serde.EnumEncoder).encode("utf-8")
 
 
 def to_document(ep: ExportedProgram) -> Document:
@@ -211,7 +219,9 @@ def load(
     # the loader's own words)
     if start is not None:
         f.seek(start)  # type: ignore[union-attr]
-    old = load_if_old(f, trust_pickles=trust_pickles)
+    old = load_if_old(
+        f, trust_pickles=trust_pickles, extra_files=extra_files, expected_opset_version=expected_opset_version
+    )
     if old is not None:
         return old
     if start is not None:

@@ -891,12 +891,7 @@ def load_pt2(
     try:
         c = importlib.import_module("torch.export.pt2_archive.constants")
     except ImportError:  # torch 2.6/2.7: only the flat archive, which tracepack.torch.load reads elsewhere
-        raise VersionError(
-            f"a .pt2 in the layout torch 2.8 and newer write (<name>/models/...): torch "
-            f"{_torch().__version__} cannot load it (its torch.export.load cannot either); "
-            "install torch 2.8 or newer",
-            source=str(source),
-        ) from None
+        c = None
     if isinstance(f, (str, os.PathLike)):
         from tracepack.io.files import check_regular
 
@@ -907,6 +902,18 @@ def load_pt2(
         if older:
             raise OlderArchive from None  # perhaps a flat archive; the upgrade decides (and says what is wrong)
         raise
+    if c is None:  # what is wrong with the file first: not a zip, not a program, or a newer torch's layout
+        z.close()
+        if any(_MODEL.fullmatch(rel) for rel in z.infos):
+            raise VersionError(
+                f"a .pt2 in the layout torch 2.8 and newer write (<name>/models/...): torch "
+                f"{_torch().__version__} cannot load it (its torch.export.load cannot either); "
+                "install torch 2.8 or newer",
+                source=str(source),
+            )
+        raise LegacyFormatError(
+            "no program", source=str(source), expected="a torch.export .pt2 (serialized_exported_program.json)"
+        )
     # Loading makes hundreds of thousands of small objects and no garbage cycles worth collecting
     # midway: the cyclic collector's full passes over them cost up to a third of the time.
     collecting = gc.isenabled()

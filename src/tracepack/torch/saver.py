@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import io
 import json
 import logging
@@ -146,9 +147,10 @@ def serialize_program(ep: Any, *, opset_version: dict[str, int] | None = None, p
     from tracepack.torch.serde import converters
 
     serde = importlib.import_module("torch._export.serde.serialize")
-    artifact = _serializer(serde)(
-        ep, opset_version, pickle_protocol, serialize_state_dict=False, serialize_constants=False
-    )
+    # torch 2.12 on leaves the weights out when asked; torch 2.10 serializes them too (dropped here).
+    leave_out = "serialize_state_dict" in inspect.signature(serde.serialize).parameters
+    skip = {"serialize_state_dict": False, "serialize_constants": False} if leave_out else {}
+    artifact = _serializer(serde)(ep, opset_version, pickle_protocol, **skip)
     program = converters().dump("ExportedProgram", artifact.exported_program)
     return program, artifact.example_inputs
 

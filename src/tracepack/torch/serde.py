@@ -26,9 +26,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tracepack.codegen.torch_schema import Conventions
 from tracepack.errors import LegacyFormatError, VersionError
 
-__all__ = ["SUPPORTED_SCHEMA_MAJORS", "SUPPORTED_TORCH", "Converters", "cache_dir", "converters", "to_dataclass"]
+__all__ = [
+    "SUPPORTED_SCHEMA_MAJORS",
+    "SUPPORTED_TORCH",
+    "Converters",
+    "cache_dir",
+    "conventions",
+    "converters",
+    "to_dataclass",
+]
 
 #: The torch releases tracepack.torch supports, and the export schema majors they write.
 SUPPORTED_TORCH = "2.6 through 2.15"
@@ -55,10 +64,12 @@ def cache_dir() -> Path:
 class Converters:
     """Generated converters bound to the installed torch's schema classes."""
 
-    def __init__(self, module: ModuleType, schema: Any, origin: str) -> None:
+    def __init__(self, module: ModuleType, schema: Any, origin: str, conventions: Conventions | None = None) -> None:
         self.module = module
         self.schema = schema
         self.origin = origin
+        #: the installed torch's conventions the module follows
+        self.conventions = conventions or Conventions()
         self.version: tuple[int, int] = (int(module.SCHEMA_VERSION[0]), int(module.SCHEMA_VERSION[1]))
         self.types: dict[str, tuple[str, tuple[tuple[str, str, str | None], ...]]] = module.TYPES
         _check_classes(self.types, schema, origin)
@@ -214,7 +225,19 @@ def _generated_module(version: tuple[int, int], checksum: str) -> ModuleType | N
     return importlib.import_module(f"tracepack_generated.torch_schema.{entry[0]}")
 
 
-def _rendered_module(path: Path, checksum: str) -> tuple[ModuleType, str]:
+def conventions() -> Conventions:
+    """The installed torch's :class:`~tracepack.codegen.torch_schema.Conventions`, measured on its own
+    ``_dict_to_dataclass`` and ``_dataclass_to_dict``."""
+    serialize = importlib.import_module("torch._export.serde.serialize")
+    schema = importlib.import_module("torch._export.serde.schema")
+    return Conventions(
+        coerce_floats=type(serialize._dict_to_dataclass(float, 1)) is float,
+        write_none="index" in serialize._dataclass_to_dict(schema.Device(type="cpu")),
+        float_strings=serialize._dataclass_to_dict(float("inf")) == "Infinity",
+    )
+
+
+def _rendered_module(path: Path, checksum: str, conventions: Conventions) -> tuple[ModuleType, str]:
     """Render the converters for an installed schema.yaml without a checked-in module; cache the file.
 
     The cached file is named after the sha256 of its own text, so a different torch schema or a
@@ -224,7 +247,9 @@ def _rendered_module(path: Path, checksum: str) -> tuple[ModuleType, str]:
     from tracepack.codegen.torch_schema import module_name, parse_schema_yaml, render_module
 
     spec = parse_schema_yaml(path.read_text(encoding="utf-8"), source="torch/_export/serde/schema.yaml")
-    source = render_module(spec, source=f"torch/_export/serde/schema.yaml (checksum {checksum})")
+    source = render_module(
+        spec, source=f"torch/_export/serde/schema.yaml (checksum {checksum})", conventions=conventions
+    )
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:20]
     name = f"tracepack_torch_schema_{module_name(spec.version)}_{digest}"
     target = cache_dir() / "torch_schema" / f"{name}.py"
@@ -259,12 +284,14 @@ def converters() -> Converters:
                     f"torch {SUPPORTED_TORCH} (schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
                     source="torch",
                 )
-            module = _generated_module(version, checksum)
+            found = conventions()
+            # the checked-in modules follow the default conventions (torch 2.8 and newer's)
+            module = _generated_module(version, checksum) if found == Conventions() else None
             if module is not None:
                 bound = Converters(module, schema, module.__name__)
             else:
-                rendered, origin = _rendered_module(path, checksum)
-                bound = Converters(rendered, schema, origin)
+                rendered, origin = _rendered_module(path, checksum, found)
+                bound = Converters(rendered, schema, origin, found)
             _BOUND["torch"] = bound
         return bound
 

@@ -172,6 +172,54 @@ def missing_operator(program: Any) -> tuple[str, str] | None:
     return None
 
 
+#: An ``nn_module_stack`` entry whose module path nests parentheses, as torch 2.1's strict export wrote them.
+_NESTED_PATH = "k,getattr(getattr(L['self'].a, '0').b, '0'),torch.nn.Linear"
+_SPLITS_NESTED: list[bool] = []
+
+
+def _check_module_paths(program: Any, *, where: str) -> None:
+    """Refuse, in one line, a node whose ``nn_module_stack`` the installed torch's deserializer cannot
+    split: torch 2.6's splits module paths with a regular expression that fails on nested parentheses
+    (``getattr(getattr(L['self'].blocks, '0').ff, '0')``: torch 2.1's strict export); torch 2.8 and
+    newer split them. Checked with torch's own ``deserialize_metadata``, only on a torch that fails."""
+    serde = importlib.import_module("torch._export.serde.serialize")
+    deserializer = serde.GraphModuleDeserializer()
+    if not _SPLITS_NESTED:
+        try:
+            deserializer.deserialize_metadata({"nn_module_stack": _NESTED_PATH})
+            _SPLITS_NESTED.append(True)
+        except Exception:
+            _SPLITS_NESTED.append(False)
+    if _SPLITS_NESTED[0]:
+        return
+    gm = program.get("graph_module") if type(program) is dict else None
+    todo: list[tuple[Any, str]] = [(gm.get("graph") if type(gm) is dict else None, "$.graph_module.graph")]
+    checked: set[str] = set()
+    while todo:
+        graph, at = todo.pop(0)
+        nodes = graph.get("nodes") if type(graph) is dict else None
+        for i, node in enumerate(nodes if type(nodes) is list else []):
+            metadata = node.get("metadata") if type(node) is dict else None
+            text = metadata.get("nn_module_stack") if type(metadata) is dict else None
+            if type(text) is str and text not in checked:
+                try:
+                    deserializer.deserialize_metadata({"nn_module_stack": text})
+                except Exception:
+                    raise VersionError(
+                        f"torch {_torch().__version__}'s deserializer cannot split this nn_module_stack (a "
+                        "module path nesting parentheses, as torch 2.1's strict export wrote them); torch 2.8 "
+                        "and newer read it",
+                        source=where,
+                        where=f"{at}.nodes[{i}].metadata.nn_module_stack",
+                    ) from None
+                checked.add(text)
+            inputs = node.get("inputs") if type(node) is dict else None
+            for j, inp in enumerate(inputs if type(inputs) is list else []):
+                arg = inp.get("arg") if type(inp) is dict else None
+                if type(arg) is dict and type(arg.get("as_graph")) is dict:
+                    todo.append((arg["as_graph"].get("graph"), f"{at}.nodes[{i}].inputs[{j}].arg.as_graph.graph"))
+
+
 def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
     """The first of ``names`` in the archive, read with ``torch.load(weights_only=True)``."""
     torch = _torch()
@@ -191,13 +239,31 @@ def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
     return None
 
 
-def load_upgraded(data: bytes, *, source: str, trust_pickles: bool = False) -> Any:
-    """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch. The
+def load_upgraded(
+    data: bytes,
+    *,
+    source: str,
+    trust_pickles: bool = False,
+    extra_files: dict[str, Any] | None = None,
+    expected_opset_version: dict[str, int] | None = None,
+) -> Any:
+    """The ExportedProgram of the ``.pt2`` ``data`` (any release's), in the installed torch; the
+    archive's extra files go into ``extra_files`` (as :func:`tracepack.torch.load` fills it). The
     upgrade walks the program as deep as it nests: held to the ``max_depth`` budget (guard.run)."""
-    return guard.run(lambda: _load_upgraded(data, source, trust_pickles), source, LegacyFormatError)
+    return guard.run(
+        lambda: _load_upgraded(data, source, trust_pickles, extra_files, expected_opset_version),
+        source,
+        LegacyFormatError,
+    )
 
 
-def _load_upgraded(data: bytes, source: str, trust_pickles: bool) -> Any:
+def _load_upgraded(
+    data: bytes,
+    source: str,
+    trust_pickles: bool,
+    extra_files: dict[str, Any] | None,
+    expected_opset_version: dict[str, int] | None,
+) -> Any:
     from tracepack.torch import pt2
 
     with open_archive(data, source=source) as archive:
@@ -213,20 +279,49 @@ def _load_upgraded(data: bytes, source: str, trust_pickles: bool) -> Any:
         except ValueError as exc:
             raise LegacyFormatError(f"not JSON: {exc}", source=where) from None
         if layout == "package":
-            return _load_package(data, program, source=source, where=where, trust_pickles=trust_pickles)
+            return _load_package(
+                data,
+                program,
+                source=source,
+                where=where,
+                trust_pickles=trust_pickles,
+                extra_files=extra_files,
+                expected_opset_version=expected_opset_version,
+            )
         state_dict = _weights_only(archive, layouts.FLAT_STATE_DICT, "the weights")
         constants = _weights_only(archive, ("serialized_constants.pt", "serialized_constants.json"), "the constants")
         example_inputs = _weights_only(archive, (layouts.FLAT_EXAMPLE_INPUTS,), "the example inputs")
-    return _deserialize(program, state_dict or {}, constants or {}, example_inputs, where=where)
+        if extra_files is not None:  # torch 2.1-2.7 wrote extra_files/<name>
+            for name in archive.names():
+                if name.startswith(_FLAT_EXTRA):
+                    try:
+                        extra_files[name[len(_FLAT_EXTRA) :]] = archive.read(name).decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise LegacyFormatError(f"not UTF-8 text: {exc}", source=f"{source}:{name}") from None
+    return _deserialize(
+        program,
+        state_dict or {},
+        constants or {},
+        example_inputs,
+        where=where,
+        expected_opset_version=expected_opset_version,
+    )
 
 
-def load_if_old(f: str | os.PathLike[str] | IO[bytes], *, trust_pickles: bool = False) -> Any:
+def load_if_old(
+    f: str | os.PathLike[str] | IO[bytes],
+    *,
+    trust_pickles: bool = False,
+    extra_files: dict[str, Any] | None = None,
+    expected_opset_version: dict[str, int] | None = None,
+) -> Any:
     """The upgraded program when ``f`` needs the upgrade (:func:`needs_upgrade`), else ``None``
     (a seekable stream is left where it was).
 
     A path is opened as an archive in place: only its program member is read to decide, so a
     current ``.pt2`` of any size costs no copy, and a FIFO or device is refused, never waited on.
     """
+    options: dict[str, Any] = {"extra_files": extra_files, "expected_opset_version": expected_opset_version}
     if isinstance(f, (str, os.PathLike)):
         name = os.fspath(f)
         try:
@@ -239,7 +334,7 @@ def load_if_old(f: str | os.PathLike[str] | IO[bytes], *, trust_pickles: bool = 
                     return None
             except LegacyFormatError:
                 return None
-        return load_upgraded(read_input(name), source=name, trust_pickles=trust_pickles)
+        return load_upgraded(read_input(name), source=name, trust_pickles=trust_pickles, **options)
     if not f.seekable():
         return None
     name = str(getattr(f, "name", "<stream>"))
@@ -250,10 +345,19 @@ def load_if_old(f: str | os.PathLike[str] | IO[bytes], *, trust_pickles: bool = 
         old = needs_upgrade(data, source=name)
     except LegacyFormatError:
         return None  # not an archive: the loader says so in its words
-    return load_upgraded(data, source=name, trust_pickles=trust_pickles) if old else None
+    return load_upgraded(data, source=name, trust_pickles=trust_pickles, **options) if old else None
 
 
-def _load_package(data: bytes, program: Any, *, source: str, where: str, trust_pickles: bool = False) -> Any:
+def _load_package(
+    data: bytes,
+    program: Any,
+    *,
+    source: str,
+    where: str,
+    trust_pickles: bool = False,
+    extra_files: dict[str, Any] | None = None,
+    expected_opset_version: dict[str, int] | None = None,
+) -> Any:
     """A ``<top>/models/`` archive (torch 2.6+, schema 8.x): the program upgraded to the installed
     torch's minor in place, the weights read by tracepack's loader."""
     from tracepack.torch import pt2
@@ -264,7 +368,9 @@ def _load_package(data: bytes, program: Any, *, source: str, where: str, trust_p
         rebuilt = pt2.replace_program(archive, json.dumps(upgraded).encode())
     stream = io.BytesIO(rebuilt)
     stream.name = source  # errors name the file, not "<stream>"
-    return load_pt2(stream, trust_pickles=trust_pickles)
+    return load_pt2(
+        stream, trust_pickles=trust_pickles, extra_files=extra_files, expected_opset_version=expected_opset_version
+    )
 
 
 def _upgraded(program: Any, *, where: str) -> Any:
@@ -328,16 +434,34 @@ def _fitted(program: Any, *, where: str) -> Any:
     return program
 
 
-def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: Any, *, where: str) -> Any:
+def _deserialize(
+    program: Any,
+    state_dict: Any,
+    constants: Any,
+    example_inputs: Any,
+    *,
+    where: str,
+    expected_opset_version: dict[str, int] | None = None,
+) -> Any:
     target = installed_schema()
-    if schema_version_of(program) == target:
-        upgraded = program  # a flat archive of the installed torch's own schema (torch 2.6/2.7): as torch reads it
-    else:
-        upgraded = upgrade_program(program, source=where, target=target)
+    version = schema_version_of(program)
+    if version is not None and version.major > target.major:  # what tracepack.torch.load says of any archive
+        from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH
+
+        raise VersionError(
+            f"written with torch export schema {version}, newer than this torch's {target.major}.x; "
+            f"tracepack.torch supports torch {SUPPORTED_TORCH} "
+            f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
+            source=where,
+            where="$.schema_version",
+        )
+    # a flat archive of the installed torch's own schema (torch 2.6/2.7): as torch reads it
+    upgraded = program if version == target else upgrade_program(program, source=where, target=target)
     missing = missing_operator(upgraded)
     if missing is not None:
         node, op = missing
         raise VersionError(f"operator {op} (node {node}) does not exist in torch {_torch().__version__}", source=where)
+    _check_module_paths(upgraded, where=where)
     from tracepack.torch.serde import converters
 
     # The converters generated from the installed torch's schema (torch's reflective one is ~10x slower).
@@ -347,7 +471,9 @@ def _deserialize(program: Any, state_dict: Any, constants: Any, example_inputs: 
     from tracepack.torch.loader import deserialize
 
     # torch's deserializer, with the expression check before sympy (which would eval every expr_str).
-    return deserialize(serialized, state_dict, constants, example_inputs, source=where)
+    return deserialize(
+        serialized, state_dict, constants, example_inputs, source=where, expected_opset_version=expected_opset_version
+    )
 
 
 def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False, trust_pickles: bool = False) -> bytes:
@@ -364,9 +490,10 @@ def upgrade_pt2(data: bytes, *, source: str, through_torch: bool = False, trust_
                 out = io.BytesIO()
                 _write_streamed(archive, out, trust_pickles=trust_pickles)
                 return out.getvalue()
-    program = load_upgraded(data, source=source, trust_pickles=trust_pickles)
+    extra: dict[str, Any] = {}
+    program = load_upgraded(data, source=source, trust_pickles=trust_pickles, extra_files=extra)
     buffer = io.BytesIO()
-    _torch().export.save(program, buffer)
+    _torch().export.save(program, buffer, extra_files=extra or None)
     return buffer.getvalue()
 
 
@@ -387,7 +514,8 @@ def upgrade_pt2_file(
 ) -> tuple[int, int]:
     """:func:`upgrade_pt2` from file to file (written atomically; synced to disk when ``durable``);
     returns (input, output) bytes. An archive of any size is streamed: its weights are copied
-    raw, never read into memory (unless ``through_torch``)."""
+    raw, never read into memory (unless ``through_torch``, or with a torch before 2.10, which cannot read
+    the streamed layout: :func:`torch_reads_streamed`)."""
     from tracepack.io.files import atomic_output
 
     name = source or os.fspath(src)
@@ -422,7 +550,15 @@ _Part = tuple[str, "Archive | None", "str | bytes"]
 
 
 def _streamable(archive: Archive) -> bool:
-    return layouts.layout_of(archive) in ("package", "flat")
+    return layouts.layout_of(archive) in ("package", "flat") and torch_reads_streamed()
+
+
+def torch_reads_streamed() -> bool:
+    """Whether the installed torch's ``torch.export.load`` reads what the streamed upgrade writes:
+    torch 2.10+'s layout (a record per storage and payload configs, its schema's ``PayloadConfig``).
+    With an older torch (2.6-2.8 measured), the upgrade goes through torch instead."""
+    schema = importlib.import_module("torch._export.serde.schema")
+    return hasattr(schema, "PayloadConfig") and hasattr(schema, "PayloadMeta")
 
 
 def _upgraded_programs(archive: Archive, programs: list[tuple[str, str]]) -> dict[str, bytes]:

@@ -32,7 +32,7 @@ from tracepack.builder import DocumentBuilder
 from tracepack.document import Document, json_value
 from tracepack.errors import DecodeError, LegacyFormatError, TracepackError, UsageError
 from tracepack.torch.export import checks
-from tracepack.torch.export.node_names import GraphNames
+from tracepack.torch.export.node_names import GraphNames, fx_style_of_schema
 from tracepack.torch.export.schema_versions import RELEASE_SCHEMA, schema_version_of
 from tracepack.torch.export.values import (
     ValueForm,
@@ -536,7 +536,7 @@ class _Importer:
         start = len(self.raw_nodes)
         self.fx_names[prefix] = GraphNames(
             sym_ops_by_output=self.version.major >= 5,
-            style="current" if (self.version.major, self.version.minor or 0) >= (8, 7) else "legacy",
+            style=fx_style_of_schema((self.version.major, self.version.minor or 0)),
         )
         self.fx_names[prefix].inputs(graph["inputs"])
         for n in graph["nodes"]:

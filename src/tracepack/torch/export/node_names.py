@@ -52,6 +52,31 @@ _TAKEN.update(dict.fromkeys(("inf", "nan", "NoneType", "torch", "device", "fx_py
 _NAME = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 
 
+#: The first torch release of each style of torch.fx's name space (``GraphNames``), measured on the
+#: installed torch's ``_Namespace`` (2.6 legacy; 2.8, 2.10 rewrite; 2.12, 2.13, 2.15 current), and the
+#: first export schema version of that style. Programs before schema 8.20 (torch 2.12) store no node
+#: names: they are named again as their release named them.
+FX_STYLES = (((2, 7), (8, 7), "rewrite"), ((2, 12), (8, 20), "current"))
+
+
+def fx_style(release: tuple[int, int]) -> str:
+    """The style of torch.fx's name space in torch ``release`` (major, minor)."""
+    style = "legacy"
+    for first, _, name in FX_STYLES:
+        if release >= first:
+            style = name
+    return style
+
+
+def fx_style_of_schema(version: tuple[int, int]) -> str:
+    """The style of the torch release that wrote export schema ``version`` (major, minor)."""
+    style = "legacy"
+    for _, first, name in FX_STYLES:
+        if version >= first:
+            style = name
+    return style
+
+
 def _illegal(name: str) -> bool:
     return _TAKEN.get(name) is not None
 
@@ -60,9 +85,11 @@ class GraphNames:
     """torch.fx's name space of one graph: unique names, ``_N`` suffixes counted per base.
 
     ``style="legacy"`` is torch.fx up to 2.6 (torch 2.1-2.6 named the nodes of their programs
-    with it); ``"current"`` the rewrite of torch PR #148288 (2.7 on), checked against the
-    installed torch's own ``_Namespace``. They differ only for odd candidates (``__00``, a
-    taken name with a numeric suffix)."""
+    with it); ``"rewrite"`` the rewrite of torch PR #148288 as torch 2.7-2.8 ship it, which
+    looks a taken name's count up by the whole candidate (``x_11`` taken again gives ``x_1``);
+    ``"current"`` the later fix that looks it up by the base (``x_12``). Each is checked
+    against the installed torch's own ``_Namespace``. They differ only for odd candidates
+    (``__00``, a taken name with a numeric suffix)."""
 
     def __init__(self, *, sym_ops_by_output: bool = True, style: str = "legacy") -> None:
         #: Schemas 5+ (torch 2.3+) name a node returning a SymInt/SymBool (``aten.sym_size.int``)
@@ -73,7 +100,7 @@ class GraphNames:
         self.count: dict[str, int] = defaultdict(int)
 
     def create(self, candidate: str) -> str:
-        if self.style == "current":
+        if self.style != "legacy":
             return self._create_current(candidate)
         candidate = _ILLEGAL.sub("_", candidate) or "_unnamed"
         if candidate[0].isdigit():
@@ -104,7 +131,7 @@ class GraphNames:
                 raise ValueError(f"not a name: {candidate!r}")
         base, suffix = match.group(1, 2)
         if suffix is None or candidate in self.used:
-            num = self.count.get(base, 0)
+            num = self.count.get(candidate if self.style == "rewrite" else base, 0)
             if _illegal(candidate):
                 num += 1
                 candidate = f"{base}_{num}"
