@@ -39,7 +39,7 @@ from tracepack import model as m
 from tracepack.codecs import _fbrt as rt
 from tracepack.codecs import columnar, fbcolumns
 from tracepack.codecs import flatbuffers as fbc
-from tracepack.container import pack, unpack
+from tracepack.container import pack, read_header, unpack
 from tracepack.traces import Provenance
 from tracepack.versions import CURRENT, RELEASED, generated
 
@@ -188,11 +188,15 @@ COMPRESSIONS = {
 }
 
 
-def dumps(doc: tracepack.Document, codec: str, comp: str, version: tuple[int, int] = CURRENT) -> bytes:
+def dumps(
+    doc: tracepack.Document, codec: str, comp: str, version: tuple[int, int] = CURRENT, *, blocks: bool = False
+) -> bytes:
+    """``tracepack.dumps``; without block checksums (spec §1.5) unless ``blocks``: only the vectors of §1.5
+    (``block_vectors``) carry a block table, and every other one stays what it was before them."""
     kw: dict[str, Any] = dict(COMPRESSIONS[comp])
     if kw.get("zstd_dict") == "user":
         kw["zstd_dict"] = user_dict()
-    return tracepack.dumps(doc, codec=codec, level=3, version=version, **kw)
+    return tracepack.dumps(doc, codec=codec, level=3, version=version, block_checksums=blocks, **kw)
 
 
 def payload_of(data: bytes) -> bytes:
@@ -200,7 +204,7 @@ def payload_of(data: bytes) -> bytes:
 
 
 def repack(payload: bytes, codec: str, version: tuple[int, int] = CURRENT) -> bytes:
-    return pack(payload, schema_version=version, codec=codec)
+    return pack(payload, schema_version=version, codec=codec, block_checksums=False)
 
 
 def reheader(data: bytes, **fields: int) -> bytes:
@@ -384,7 +388,86 @@ def valid_vectors() -> list[Vector]:
                 args=nodes, group=f"{name}.trace"))  # fmt: skip
     out += draft_vectors()
     out += special_valid_vectors()
+    out += [v for v in block_vectors() if v.id.startswith("valid/")]
     return out
+
+
+def block_vectors() -> list[Vector]:
+    """§1.5: files with block checksums, read whole (`cat`) and lazily (`trace`), and every check of §1.5.2
+    on a damaged block table or block (`cat`: exact places; `trace`: block 0, which every lazy reader reads)."""
+    out: list[Vector] = []
+    golden = _golden().build_document(CURRENT)
+    for codec in ("flatbuffers-rows", "flatbuffers-columns"):
+        short = SHORT[codec]
+        out.append(Vector(f"valid/blocks/{short}-none", "§1.5", f"the golden 1.2 document in {codec} with block "
+                          "checksums in 16 KiB blocks (what writers write for uncompressed FlatBuffers)",
+                          dumps(golden, codec, "none", blocks=True), group="golden-1.2"))  # fmt: skip
+        plain = dumps(golden, codec, "none")
+        out.append(Vector(f"valid/blocks/{short}-512", "§1.5", f"the golden 1.2 document in {codec} in blocks of "
+                          "512 bytes (the smallest): tables, vectors and strings straddle blocks",
+                          with_blocks(plain, 512), group="golden-1.2"))  # fmt: skip
+    out.append(Vector("valid/blocks/msgpack-zstd", "§1.5", "block checksums over a zstd payload (any codec and "
+                      "compression may have them; the blocks cover the stored, compressed bytes)",
+                      dumps(golden, "msgpack", "zstd", blocks=True), group="golden-1.2"))  # fmt: skip
+    for name, doc in real_documents():
+        if name != "sample":
+            continue
+        nodes = [f"#{i}" for i in range(len(doc))]
+        for codec in ("flatbuffers-rows", "flatbuffers-columns"):
+            out.append(Vector(f"valid/blocks/sample-trace-{SHORT[codec]}-512", "§1.5.3, §11.3",
+                              f"`trace` of every node of the sample read lazily from {codec} in 512-byte blocks",
+                              with_blocks(dumps(doc, codec, "none"), 512), command="trace", args=nodes,
+                              group="sample.trace"))  # fmt: skip
+    base = dumps(small_document(), "flatbuffers-columns", "none", blocks=True)
+    at = read_header(base).block_table_at
+    count = struct.unpack_from("<Q", base, at + 8)[0]
+
+    def table(offset: int, fmt: str, value: Any) -> bytes:
+        b = bytearray(base)
+        struct.pack_into(fmt, b, at + offset, value)
+        return fix_table(bytes(b))
+
+    def bad(name: str, step: str, what: str, data: bytes, command: str = "cat") -> None:
+        out.append(Vector(f"invalid/blocks/{name}", f"§1.5.2 step {step}", what, data, command=command,
+                          args=["relu"] if command == "trace" else []))  # fmt: skip
+
+    bad("truncated-table-head", "11a", "the block table cut to its first 10 bytes", base[: at + 10])
+    no_table = dumps(small_document(), "msgpack", "none")
+    bad("flag-without-table", "11a", "flag bit 0 on a file with no block table", reheader(no_table, flags=1))
+    bad("table-magic", "11b", "the table's magic TPKB changed to XPKB (its CRC fixed)", table(0, "4s", b"XPKB"))
+    bad("block-size", "11c", "block size 1000, not a power of two (the table's CRC fixed)", table(4, "<I", 1000))
+    bad("block-size-small", "11c", "block size 256, below 512 (the table's CRC fixed)", table(4, "<I", 256))
+    bad("block-count", "11d", "a block count one more than the payload has (the table's CRC fixed)",
+        table(8, "<Q", count + 1))  # fmt: skip
+    bad("truncated-table", "11e", "the table's last byte cut", base[:-1])
+    bad("bytes-after-table", "11e", "a byte after the block table", base + b"\0")
+    flipped = bytearray(base)
+    flipped[at + 16] ^= 1
+    bad("table-crc", "11f", "a block's CRC-32 changed without the table's CRC-32", bytes(flipped))
+    forged = bytearray(base)
+    struct.pack_into("<I", forged, at + 16, struct.unpack_from("<I", forged, at + 16)[0] ^ 1)
+    bad("forged-block-crc", "12a", "block 0's CRC-32 changed and the table's CRC-32 fixed: the payload's CRC-32 "
+        "matches, block 0 does not", fix_table(bytes(forged)))  # fmt: skip
+    bad("forged-block-crc-trace", "12a (lazy, §1.5.3)", "the same, read lazily: block 0 holds the root",
+        fix_table(bytes(forged)), command="trace")  # fmt: skip
+    damaged = bytearray(base)
+    damaged[48 + 1] ^= 1  # in block 0 (the payload's CRC-32 no longer matches either)
+    bad("block-byte-trace", "12a (lazy, §1.5.3)", "a byte of block 0 changed, read lazily: refused at block 0 "
+        "(an eager reader stops at the payload CRC-32, §1.3 step 12)", bytes(damaged), command="trace")  # fmt: skip
+    return out
+
+
+def with_blocks(data: bytes, size: int) -> bytes:
+    """A container without block checksums rewritten with them, in blocks of ``size`` bytes."""
+    header = read_header(data)
+    stored = data[header.header_size : header.header_size + header.payload_length]
+    return pack(stored, schema_version=header.schema_version, codec=header.codec, block_checksums=True, block_size=size)
+
+
+def fix_table(data: bytes) -> bytes:
+    """The block table's own CRC-32 (its last 4 bytes) recomputed, as a careful attacker would."""
+    at = read_header(data).block_table_at
+    return data[:-4] + struct.pack("<I", zlib.crc32(data[at:-4]))
 
 
 def _draft_schema(extra: str) -> Any:
@@ -480,14 +563,14 @@ def draft_vectors() -> list[Vector]:
         out.append(Vector(f"valid/draft-1.3/{SHORT[codec]}", "§10.3, §6.3",
                           f"a file of schema 1.3 (a newer minor) whose draft adds Node.weight and Document.notes; "
                           f"a 1.2 reader skips them ({codec}: {_SKIPS[codec]})",
-                          pack(payload, schema_version=(1, 3), codec=codec), group="golden-1.2"))  # fmt: skip
+                          repack(payload, codec, (1, 3)), group="golden-1.2"))  # fmt: skip
     pkg = _draft_schema(_DRAFT_FIELDS + _DRAFT_ENUM)
     raw = _as_draft(pkg, doc)
     raw.graph.nodes[0].stack_style = pkg.model.StackStyle.COMPACT
     for codec, payload in _draft_payloads(pkg, raw).items():
         out.append(Vector(f"invalid/versions/newer-minor-enum-{SHORT[codec]}", "§10.3",
                           f"a 1.3 file whose node 0 uses a StackStyle value 1.3 added: refused where the value is "
-                          f"({codec})", pack(payload, schema_version=(1, 3), codec=codec)))  # fmt: skip
+                          f"({codec})", repack(payload, codec, (1, 3))))  # fmt: skip
     return out
 
 
@@ -602,6 +685,7 @@ def invalid_vectors() -> list[Vector]:
     bad("container/trailing-bytes", "§1.3 step 11", "4 bytes after the payload", base + b"\0\0\0\0")
     bad("container/payload-crc", "§1.3 step 12", "a payload byte changed without its CRC",
         base[:-1] + bytes([base[-1] ^ 1]))  # fmt: skip
+    out += [v for v in block_vectors() if v.id.startswith("invalid/")]
     bad("container/too-large", "§1.3 step 13, §9.6", "a declared raw length of 5 GiB (max_decompressed: 4 GiB)",
         reheader(zbase, rlen=5 << 30))  # fmt: skip
     bomb = zstandard.ZstdCompressor(level=19).compress(bytes(100 << 20))

@@ -118,6 +118,8 @@ def check_sdist(path: Path) -> None:
         "spec/README.md",
         "conformance/manifest.json",
         "conformance/run.py",
+        "fuzz/run.py",
+        "fuzz/harnesses/container.py",
         "src/tracepack/data/sample/model.json",
         "src/tracepack/codecs/_cforms.c",
         ".ci/run",

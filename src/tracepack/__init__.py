@@ -213,6 +213,7 @@ def dumps(
     level: int = 3,
     zstd_dict: ZstdDict | str | None = None,
     version: tuple[int, int] | None = None,
+    block_checksums: bool | None = None,
 ) -> bytes:
     """Encode ``doc`` as ``.tpk`` container bytes.
 
@@ -222,6 +223,10 @@ def dumps(
     ``version`` writes an older released schema version where no information is lost.
     ``zstd_dict`` is a zstd dictionary or the name of a built-in one (``"torch-export-1"``,
     :mod:`tracepack.dictionaries`): readers find a built-in dictionary by the id in the header.
+    ``block_checksums`` writes a CRC-32 per 16 KiB block of the payload after it (container flag
+    bit 0), so that :func:`open` verifies only the blocks a lookup reads; ``None`` (the default):
+    on for the files :func:`open` reads lazily (uncompressed FlatBuffers), off otherwise. Builds
+    before block checksums refuse such a file ("unknown flags 0x1"): write ``False`` for them.
     """
     from tracepack import container, migrations
     from tracepack.codecs import codec_by_name, resolve
@@ -242,6 +247,7 @@ def dumps(
         compression=compression,
         level=level,
         zstd_dict=zstd_dict if isinstance(zstd_dict, str) else zstd_dictionary(zstd_dict),
+        block_checksums=block_checksums,
     )
 
 
@@ -255,6 +261,7 @@ def dump(
     zstd_dict: ZstdDict | str | None = None,
     version: tuple[int, int] | None = None,
     durable: bool = False,
+    block_checksums: bool | None = None,
 ) -> int:
     """Write ``doc`` to ``path`` atomically (temporary file, then rename); return the size.
 
@@ -262,7 +269,15 @@ def dump(
     file or the new one); by default it is not synced, as ``cp`` and ``torch.save``."""
     from tracepack.container import atomic_write
 
-    data = dumps(doc, codec=codec, compression=compression, level=level, zstd_dict=zstd_dict, version=version)
+    data = dumps(
+        doc,
+        codec=codec,
+        compression=compression,
+        level=level,
+        zstd_dict=zstd_dict,
+        version=version,
+        block_checksums=block_checksums,
+    )
     atomic_write(path, data, durable=durable)
     return len(data)
 
@@ -270,7 +285,9 @@ def dump(
 def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access (see :mod:`tracepack.lazy`).
 
-    The payload CRC-32 is checked on open; ``checksum=False`` skips it for a trusted file.
+    Every byte handed out is verified: with block checksums (spec §1.5) each block's CRC-32 when the
+    block is first read, without them the payload CRC-32 on open; ``checksum=False`` skips the CRCs
+    for a trusted file.
 
     >>> with tracepack.open("model.tpk") as doc:
     ...     doc.node("linear").stack_trace

@@ -10,7 +10,7 @@ offset   size  field (little-endian)
 14       2     schema minor
 16       1     codec (0 json, 1 msgpack, 2 flatbuffers-rows, 3 columnar, 4 flatbuffers-columns)
 17       1     compression (0 none, 1 zstd)
-18       2     flags (0; reserved)
+18       2     flags: bit 0 block checksums (a block table follows the payload); others 0
 20       4     zstd dictionary id (0: none)
 24       8     payload length (bytes stored after the header)
 32       8     raw length (payload length after decompression)
@@ -20,8 +20,23 @@ offset   size  field (little-endian)
 
 The payload starts at byte 48, 8-byte aligned for zero-copy readers. Reading
 checks, in order: size, magic, header checksum, versions, codec, compression,
-payload length, payload checksum, the decompressed-size limit, and only then
-decompresses, never past the declared raw length.
+flags, payload length, the block table (when flag bit 0 is set), payload checksum, every block's
+checksum, the decompressed-size limit, and only then decompresses, never past the declared raw length.
+
+**Block checksums** (flag bit 0, spec §1.5): the stored payload is cut into blocks of ``B`` bytes
+(a power of two, 512 B to 16 MiB; the last block may be shorter) and a *block table* follows it,
+the last bytes of the file::
+
+    offset   size  field (little-endian; offsets from the table's first byte)
+    0        4     magic ``TPKB``
+    4        4     block size B
+    8        8     block count N = ceil(payload length / B)
+    16       4N    CRC-32 of each block
+    16+4N    4     CRC-32 of table bytes 0 .. 15+4N
+
+so that a reader that touches a few blocks (:func:`tracepack.open`) verifies just those. The
+whole-payload CRC-32 stays in the header: eager readers check it and every block.
+Builds before block checksums refuse such a file in one line ("unknown flags 0x1").
 """
 
 from __future__ import annotations
@@ -39,14 +54,27 @@ from tracepack.errors import ContainerError, UsageError, VersionError
 from tracepack.io import limits
 
 __all__ = [
+    "BLOCK_MAGIC",
+    "BLOCK_SIZE",
+    "BLOCK_SIZES",
+    "BLOCK_TABLE_HEAD",
     "COMPRESSIONS",
     "CONTAINER_VERSION",
     "DEFAULT_MAX_SIZE",
+    "FLAG_BLOCK_CHECKSUMS",
     "HEADER_SIZE",
     "MAGIC",
+    "BlockTable",
     "ContainerHeader",
     "atomic_write",
+    "block_checksums_by_default",
+    "block_mismatch",
+    "block_table",
+    "block_table_size",
+    "check_block_table_head",
+    "check_blocks",
     "pack",
+    "read_block_table",
     "read_header",
     "unpack",
 ]
@@ -63,8 +91,23 @@ _COMPRESSION_NAMES: Final = {v: k for k, v in COMPRESSIONS.items()}
 DEFAULT_MAX_SIZE: Final = limits.DEFAULT.max_decompressed
 #: zstd output is made this many bytes at a time: a lying size never allocates up front.
 _CHUNK: Final = 1 << 22
+#: Header flag bit 0: the payload is followed by a block table (one CRC-32 per block).
+FLAG_BLOCK_CHECKSUMS: Final = 1
+#: Every flag this build knows; a file with any other bit set is refused.
+_KNOWN_FLAGS: Final = FLAG_BLOCK_CHECKSUMS
+#: The block table's magic (its first four bytes).
+BLOCK_MAGIC: Final = b"TPKB"
+_BLOCK_HEAD = struct.Struct("<4sIQ")
+#: Bytes of the block table before its CRCs: magic, block size, block count.
+BLOCK_TABLE_HEAD: Final = _BLOCK_HEAD.size
+#: The block sizes a reader accepts: powers of two from 512 B to 16 MiB.
+BLOCK_SIZES: Final = tuple(1 << k for k in range(9, 25))
+#: The block size writers use (``make bench``, flatbuffers figure (e): a lazy lookup on 8k-node files
+#: is fastest from 4 to 16 KiB; 16 KiB keeps the table at 0.025% of the payload).
+BLOCK_SIZE: Final = 1 << 14
 
 assert HEADER_SIZE == 48
+assert BLOCK_TABLE_HEAD == 16
 
 
 @dataclass(frozen=True)
@@ -80,6 +123,147 @@ class ContainerHeader:
     payload_crc32: int
     header_size: int = HEADER_SIZE
     container_version: int = CONTAINER_VERSION
+    flags: int = 0
+
+    @property
+    def block_checksums(self) -> bool:
+        """Whether a block table (one CRC-32 per block of the stored payload) follows the payload."""
+        return bool(self.flags & FLAG_BLOCK_CHECKSUMS)
+
+    @property
+    def block_table_at(self) -> int:
+        """The file offset where the block table starts (right after the payload)."""
+        return self.header_size + self.payload_length
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """A checked block table: ``crcs[i]`` is the CRC-32 of payload bytes ``[i * block_size, (i + 1) * block_size)``."""
+
+    block_size: int
+    crcs: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.crcs)
+
+    @property
+    def size(self) -> int:
+        """The table's bytes in the file."""
+        return block_table_size(len(self.crcs))
+
+
+def block_table_size(count: int) -> int:
+    """Bytes of a block table of ``count`` blocks: head, one CRC-32 per block, the table's own CRC-32."""
+    return BLOCK_TABLE_HEAD + 4 * count + 4
+
+
+def _block_count(payload_length: int, block_size: int) -> int:
+    return -(-payload_length // block_size)
+
+
+def block_checksums_by_default(codec: str, compression: str) -> bool:
+    """Whether writers add block checksums when not told: for the files :func:`tracepack.open` reads
+    lazily (an uncompressed FlatBuffers layout), where a lookup then verifies only the blocks it reads.
+    Other files are read whole, and the header's payload CRC-32 already covers them."""
+    return compression == "none" and codec in ("flatbuffers-rows", "flatbuffers-columns")
+
+
+def block_table(stored: bytes | bytearray | memoryview, block_size: int = BLOCK_SIZE) -> bytes:
+    """The block table of a stored payload (what follows it in a file with flag bit 0)."""
+    if block_size not in BLOCK_SIZES:
+        raise UsageError(f"block size {block_size}", where="block_size", expected="a power of two from 512 to 16777216")
+    mv = memoryview(stored)
+    crc32 = zlib.crc32
+    crcs = [crc32(mv[i : i + block_size]) for i in range(0, len(mv), block_size)]
+    body = _BLOCK_HEAD.pack(BLOCK_MAGIC, block_size, len(crcs)) + struct.pack(f"<{len(crcs)}I", *crcs)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def check_block_table_head(
+    head: bytes | bytearray | memoryview, header: ContainerHeader, available: int, *, source: str | None = None
+) -> int:
+    """Check the first bytes of a block table (up to 16: magic, block size, count) and its length,
+    ``available`` (the file's bytes after the payload), against ``header``; return the table's size.
+
+    In order: at least the 16-byte head is there, the magic, the block size (a power of two, 512 B to
+    16 MiB), the block count (the payload's length in blocks), the length (head, one CRC-32 per block,
+    the table's own CRC-32, then the end of the file). Errors name the file offset of the field."""
+    at = header.block_table_at
+    if available < BLOCK_TABLE_HEAD or len(head) < BLOCK_TABLE_HEAD:
+        raise ContainerError(
+            f"truncated block table: {available} bytes",
+            source=source,
+            where=f"byte {at}",
+            expected=f"a block table of at least {block_table_size(0)} bytes after the payload (header flag bit 0)",
+        )
+    magic, block_size, count = _BLOCK_HEAD.unpack_from(head, 0)
+    if magic != BLOCK_MAGIC:
+        raise ContainerError(
+            f"block table magic is {bytes(magic)!r}", source=source, where=f"byte {at}", expected=repr(BLOCK_MAGIC)
+        )
+    if block_size not in BLOCK_SIZES:
+        raise ContainerError(
+            f"block size {block_size}",
+            source=source,
+            where=f"byte {at + 4}",
+            expected="a power of two from 512 to 16777216",
+        )
+    want = _block_count(header.payload_length, block_size)
+    if count != want:
+        raise ContainerError(
+            f"block count {count}",
+            source=source,
+            where=f"byte {at + 8}",
+            expected=f"{want}: {header.payload_length} payload bytes in blocks of {block_size}",
+        )
+    size = block_table_size(count)
+    if available != size:
+        what = "truncated block table" if available < size else f"{available - size} unexpected bytes after it"
+        raise ContainerError(
+            f"{what}: {available} block table bytes",
+            source=source,
+            where=f"byte {at + min(available, size)}",
+            expected=f"{size} block table bytes ({count} blocks), then the end of the file",
+        )
+    return size
+
+
+def read_block_table(
+    data: bytes | bytearray | memoryview, header: ContainerHeader, *, source: str | None = None
+) -> BlockTable:
+    """Check the block table ``data`` (every byte after the payload, exactly) against ``header``:
+    :func:`check_block_table_head`, then the table's own CRC-32."""
+    at = header.block_table_at
+    size = check_block_table_head(memoryview(data)[:BLOCK_TABLE_HEAD], header, len(data), source=source)
+    if zlib.crc32(memoryview(data)[: size - 4]) != struct.unpack_from("<I", data, size - 4)[0]:
+        raise ContainerError(
+            "block table checksum mismatch: the file is corrupted", source=source, where=f"bytes {at}..{at + size - 1}"
+        )
+    block_size = struct.unpack_from("<I", data, 4)[0]
+    return BlockTable(block_size, struct.unpack_from(f"<{(size - 20) // 4}I", data, BLOCK_TABLE_HEAD))
+
+
+def block_mismatch(
+    table: BlockTable, index: int, header: ContainerHeader, *, source: str | None, changed: bool = False
+) -> ContainerError:
+    """The error for block ``index`` whose bytes do not match its CRC-32."""
+    start = header.header_size + index * table.block_size
+    end = header.header_size + min((index + 1) * table.block_size, header.payload_length) - 1
+    why = "the file changed while it was open, or is corrupted" if changed else "the file is corrupted"
+    return ContainerError(f"block {index} checksum mismatch: {why}", source=source, where=f"bytes {start}..{end}")
+
+
+def check_blocks(
+    payload: bytes | bytearray | memoryview, table: BlockTable, header: ContainerHeader, *, source: str | None
+) -> None:
+    """Check every block of the stored payload against the table."""
+    mv = memoryview(payload)
+    size = table.block_size
+    crc32 = zlib.crc32
+    for i, want in enumerate(table.crcs):
+        if crc32(mv[i * size : (i + 1) * size]) != want:
+            raise block_mismatch(table, i, header, source=source)
 
 
 def _describe(data: bytes) -> str:
@@ -139,8 +323,13 @@ def read_header(data: bytes | bytearray | memoryview, *, source: str | None = No
         raise ContainerError(
             f"unknown compression id {comp}", source=source, where="header byte 17", expected="0 (none) or 1 (zstd)"
         )
-    if flags != 0:
-        raise ContainerError(f"unknown flags {flags:#x}", source=source, where="header byte 18", expected="0")
+    if flags & ~_KNOWN_FLAGS:
+        raise ContainerError(
+            f"unknown flags {flags:#x}",
+            source=source,
+            where="header byte 18",
+            expected=f"0 or {FLAG_BLOCK_CHECKSUMS:#x} (block checksums)",
+        )
     if comp == 0 and rlen != plen:
         raise ContainerError(
             f"raw length {rlen} differs from payload length {plen} without compression",
@@ -148,7 +337,7 @@ def read_header(data: bytes | bytearray | memoryview, *, source: str | None = No
             where="header byte 32",
         )
     return ContainerHeader(
-        (major, minor), CODEC_IDS[codec], _COMPRESSION_NAMES[comp], dict_id, plen, rlen, pcrc, hsize, cver
+        (major, minor), CODEC_IDS[codec], _COMPRESSION_NAMES[comp], dict_id, plen, rlen, pcrc, hsize, cver, flags
     )
 
 
@@ -177,7 +366,10 @@ def unpack(
             where=f"byte {start}",
             expected=f"{header.payload_length} payload bytes",
         )
-    if available > header.payload_length:
+    table = None
+    if header.block_checksums:
+        table = read_block_table(memoryview(data)[start + header.payload_length :], header, source=source)
+    elif available > header.payload_length:
         raise ContainerError(
             f"{available - header.payload_length} unexpected bytes after the payload",
             source=source,
@@ -189,6 +381,8 @@ def unpack(
         raise ContainerError(
             "payload checksum mismatch: the file is corrupted", source=source, where=f"bytes {start}.."
         )
+    if table is not None:  # the payload's CRC matched: a block that does not is a forged table
+        check_blocks(payload, table, header, source=source)
     if header.raw_length > max_size:
         raise ContainerError(
             f"declared size {header.raw_length} bytes exceeds the limit of {max_size} bytes (a decompression bomb?)",
@@ -268,11 +462,15 @@ def pack(
     compression: str = "none",
     level: int = 3,
     zstd_dict: zstandard.ZstdCompressionDict | str | None = None,
+    block_checksums: bool | None = None,
+    block_size: int = BLOCK_SIZE,
 ) -> bytes:
     """Wrap ``payload`` (already encoded with ``codec``) in a container.
 
     ``zstd_dict`` is a dictionary, or the name of a built-in one (:mod:`tracepack.dictionaries`),
-    whose id goes in the header."""
+    whose id goes in the header. ``block_checksums`` adds a block table (header flag bit 0: one
+    CRC-32 per ``block_size`` bytes of the stored payload, so that a lazy reader verifies only the
+    blocks it reads); ``None``: :func:`block_checksums_by_default` (on for uncompressed FlatBuffers)."""
     from tracepack import dictionaries
 
     zstd_dict = dictionaries.resolve(zstd_dict)
@@ -300,6 +498,9 @@ def pack(
         stored = cctx.compress(payload)
     elif zstd_dict is not None:
         raise UsageError("a zstd dictionary needs compression='zstd'", where="zstd_dict")
+    if block_checksums is None:
+        block_checksums = block_checksums_by_default(codec, compression)
+    tail = block_table(stored, block_size) if block_checksums else b""
     head = _HEADER.pack(
         MAGIC,
         CONTAINER_VERSION,
@@ -308,7 +509,7 @@ def pack(
         schema_version[1],
         codec_id,
         comp,
-        0,
+        FLAG_BLOCK_CHECKSUMS if block_checksums else 0,
         dict_id,
         len(stored),
         len(payload),
@@ -316,7 +517,7 @@ def pack(
         0,
     )
     head = head[:44] + struct.pack("<I", zlib.crc32(head[:44]))
-    return head + stored
+    return b"".join((head, stored, tail))
 
 
 def atomic_write(

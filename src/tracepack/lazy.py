@@ -22,12 +22,17 @@ users see one model. A table or column the file's version does not have reads as
 no ``from_node`` provenance, and :attr:`LazyNode.raw` is the node migrated to the current
 model, by the registered migrations, exactly as ``tracepack.load`` migrates it.
 
-What it hands out is verified, and the file cannot change under it: opening reads the file
-once into private memory (a snapshot; a file truncated or rewritten while a reader has it open
-changes nothing and can never crash the process, as a memory-mapped file would with SIGBUS) and
-checks the container's payload CRC-32 over it (``checksum=False`` skips that for trusted files).
-Both are one pass at memory speed; on a 100k-node file that is ~20 ms against ~2 s for a full
-decode, so a one-trace lookup stays well over 100x faster (``make bench``).
+What it hands out is verified, and the file cannot change what it answers. A file with block
+checksums (container flag bit 0, what writers write for uncompressed FlatBuffers; spec §1.5) is
+read a block at a time (:mod:`tracepack.io.blocks`): opening reads the header and the block table,
+and each block a lookup needs is read into private memory with ``os.pread`` and its CRC-32 checked
+before any of its bytes is used, then kept; a lookup reads O(log nodes) blocks, whatever the file's
+size (on an 8,680-node file 33 of 256 blocks in the row layout, 20 of 61 in the column layout, ``make
+bench`` figure (e)). A file truncated or rewritten while open gives the answers it gave before or a
+one-line ContainerError naming the byte or block, never a mix of old and new bytes and never SIGBUS
+(no file is memory-mapped). A file without block checksums (older writers, ``--no-block-checksums``)
+is read once into private memory (a snapshot) and its payload CRC-32 checked on open, one pass at
+memory speed; ``checksum=False`` (a trusted file) does that without any CRC.
 
 Nothing is trusted. Opening checks the container header, the payload length, the root
 and every table header and column length (a few hundred bytes, whatever the document's
@@ -52,19 +57,27 @@ from __future__ import annotations
 import builtins
 import os
 import struct
+import weakref
 import zlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import accumulate
 from types import ModuleType, SimpleNamespace, TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import msgspec
 
 from tracepack import interned_json
 from tracepack.codecs import _fbrt as rt
-from tracepack.container import HEADER_SIZE, ContainerHeader, read_header
+from tracepack.container import (
+    BLOCK_TABLE_HEAD,
+    HEADER_SIZE,
+    ContainerHeader,
+    check_block_table_head,
+    read_block_table,
+    read_header,
+)
 from tracepack.document import FROM_NODE_KEY, DebugHandle, resolve_argument
 from tracepack.errors import (
     ContainerError,
@@ -75,6 +88,7 @@ from tracepack.errors import (
     UsageError,
     did_you_mean,
 )
+from tracepack.io.blocks import BlockFile, BlockView
 from tracepack.traces import (
     STYLE_STRIPPED,
     FrameKey,
@@ -106,6 +120,8 @@ def _ref_targets(fb: ModuleType) -> frozenset[str]:
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
 _U32: Final = struct.Struct("<I")
+#: A column or vector of the file: a plain typed view of a snapshot, or one that verifies its blocks.
+Column = memoryview | BlockView
 
 
 @cache
@@ -145,10 +161,12 @@ def _upgrade_node(node: Any, version: tuple[int, int]) -> Any:
 def open(path: str | os.PathLike[str], *, checksum: bool = True) -> LazyDocument:
     """Open an uncompressed FlatBuffers ``.tpk`` for lazy, random access.
 
-    The file is read once into private memory (a snapshot: changing or truncating the file
-    later cannot affect, or crash, the reader) and its payload CRC-32 is checked (one pass at C
-    speed) before anything is handed out. ``checksum=False`` skips the CRC for a trusted file;
-    every structural check stays on. Close the document (or use ``with``) to free the memory.
+    Nothing unverified is handed out. With block checksums (spec §1.5; what writers write for these
+    files), each block is read when first needed and its CRC-32 checked before any of its bytes is
+    used; without, the file is read once into private memory and its payload CRC-32 checked on open.
+    Changing or truncating the file later cannot make an answer wrong, or crash the reader.
+    ``checksum=False`` (a trusted file) reads the file whole without checking any CRC; every
+    structural check stays on. Close the document (or use ``with``) to free the file and memory.
     """
     return LazyDocument(path, checksum=checksum)
 
@@ -209,6 +227,24 @@ class _CheckedStrings:
         return self._doc._string(i, self._where)
 
 
+class _Tables(dict[str, Any]):
+    """A document's tables (columns or row counts) by name, each read when first asked for: a missing
+    name calls the loader (which fills this dict, or raises KeyError for a name that is no table)."""
+
+    __slots__ = ("_load",)
+
+    def __init__(self, load: weakref.WeakMethod[Any]) -> None:
+        super().__init__()
+        self._load = load
+
+    def __missing__(self, name: str) -> Any:
+        load = self._load()
+        if load is None:
+            raise KeyError(name)
+        load(name)
+        return dict.__getitem__(self, name)
+
+
 class _Provenance:
     """A document's provenance table, ready to render: what ``LazyDocument`` builds on first use."""
 
@@ -232,11 +268,11 @@ class _Provenance:
 
 
 class LazyDocument(ModuleRendering):
-    """A memory-mapped FlatBuffers ``.tpk``: nodes, traces and debug handles on demand."""
+    """An open FlatBuffers ``.tpk``: nodes, traces and debug handles on demand, every byte verified."""
 
     def __init__(self, path: str | os.PathLike[str], *, checksum: bool = True) -> None:
         self.path = os.fspath(path)
-        self._views: list[memoryview] = []
+        self._views: list[Column] = []
         self._closed = True
         self._stack_cache: dict[tuple[int, int], str] = {}
         self._module_cache: dict[tuple[int, int], str] = {}
@@ -248,7 +284,10 @@ class LazyDocument(ModuleRendering):
         # One object for the provenance state: past some 30 attributes CPython's attribute caches stop
         # working for an instance and every access (the open-and-trace path included) gets ~5% slower.
         self._prov: _Provenance | None = None
+        self._source_starts: list[int] | None = None
         self._mm: bytes | None = None
+        # A file with block checksums (container flag bit 0): the file, read a block at a time.
+        self._blocks: BlockFile | None = None
         self._closed = False
         try:
             self._open(checksum)
@@ -258,31 +297,49 @@ class LazyDocument(ModuleRendering):
 
     # -- opening ------------------------------------------------------------------------------
 
-    def _view(self, mv: memoryview) -> memoryview:
+    @overload
+    def _view(self, mv: memoryview) -> memoryview: ...
+    @overload
+    def _view(self, mv: BlockView) -> BlockView: ...
+    def _view(self, mv: Column) -> Column:
         self._views.append(mv)
         return mv
 
     def _open(self, checksum: bool) -> None:
-        from tracepack.codecs.flatbuffers import codec_module, read_side_index, split
+        from tracepack.codecs.flatbuffers import codec_module
         from tracepack.versions import reader_version
 
         src = self.path
-        self._mm = _snapshot(src)
-        whole = self._view(memoryview(self._mm))
-        header = self.container = read_header(whole[:HEADER_SIZE], source=src)
-        if header.codec not in LAZY_CODECS or header.compression != "none":
-            raise UsageError(
-                f"lazy access needs an uncompressed FlatBuffers file, this one is {header.codec} "
-                f"with compression {header.compression}; {_CONVERT_HINT}",
-                source=src,
-            )
-        self._payload = self._check_payload(whole, header, checksum)
+        fd, size = _open_regular(src)
+        try:
+            header = read_header(_pread(fd, HEADER_SIZE, 0, src), source=src)
+            self._lazy_codec(header)
+            if header.block_checksums and checksum:
+                # Read and verify a block at a time (tracepack.io.blocks): nothing more up front.
+                self._blocks = _block_file(fd, size, header, src)
+                fd = -1  # the BlockFile owns it now
+                self._payload = self._view(self._blocks.view)
+            else:
+                # The whole file, once, into private memory, its payload CRC-32 checked: no block
+                # table to verify less with, or checksum=False (a trusted file).
+                self._mm = _read_whole(fd, size, src)
+                whole = self._view(memoryview(self._mm))
+                header = read_header(whole[:HEADER_SIZE], source=src)  # as the snapshot has it
+                self._lazy_codec(header)
+                self._payload = self._check_payload(whole, header, checksum)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self.container = header
         version = self._version = reader_version(header.schema_version, source=src)
         self.source_version = header.schema_version
         self._fb: ModuleType = codec_module(version)
-        body, side = split(self._payload)
+        body, side = self._split()
         self._views += [body] if side is None else [body, side]
-        r = self._r = rt.Reader(body, budget=1 << 62)
+        blocks = self._blocks
+        r = self._r = (
+            rt.Reader(body, budget=1 << 62) if blocks is None else rt.CheckedReader(body, blocks.need, budget=1 << 62)
+        )
         self._cl: fbcolumns.RandomAccess | None = None
         try:
             if header.codec == "flatbuffers-columns":
@@ -293,18 +350,60 @@ class LazyDocument(ModuleRendering):
             raise self._newer(exc) from None
         except _MALFORMED as exc:
             raise self._newer(_decode_error(exc, src, "$")) from None
-        self._by_name: memoryview | None = None
+        self._by_name: Column | None = None
         if side is not None:
-            by_name = read_side_index(side)
+            by_name = self._side_index(side, len(body))
             if by_name is not None and len(by_name) == self._node_count:
                 self._by_name = self._view(by_name)
             elif by_name is not None:
                 by_name.release()
 
+    def _lazy_codec(self, header: ContainerHeader) -> None:
+        if header.codec not in LAZY_CODECS or header.compression != "none":
+            raise UsageError(
+                f"lazy access needs an uncompressed FlatBuffers file, this one is {header.codec} "
+                f"with compression {header.compression}; {_CONVERT_HINT}",
+                source=self.path,
+            )
+
+    def _split(self) -> tuple[memoryview, memoryview | None]:
+        """The payload's document buffer and side index (:func:`tracepack.codecs.flatbuffers.split`),
+        with the bytes ``split`` reads (the trailer, the side index's identifier) verified first."""
+        from tracepack.codecs.flatbuffers import split
+
+        payload, blocks = self._payload, self._blocks
+        n = len(payload)
+        if blocks is not None and n >= 16:
+            blocks.need(n - 8, n)
+            start = n - 8 - _U32.unpack_from(payload, n - 8)[0]
+            if start >= 8:
+                blocks.need(start + 4, start + 8)
+        return split(payload)
+
+    def _side_index(self, side: memoryview, at: int) -> Column | None:
+        """The side index's ``nodes_by_name`` column (``side`` starts at payload byte ``at``), or None."""
+        from tracepack.codecs.flatbuffers import read_side_index, side_index_at
+
+        blocks = self._blocks
+        if blocks is None:
+            return read_side_index(side)
+        found = side_index_at(rt.CheckedReader(side, lambda a, b: blocks.need(at + a, at + b)))
+        return None if found is None else blocks.typed(at + found[0], found[1], "I")
+
     def _check_payload(self, whole: memoryview, header: ContainerHeader, checksum: bool) -> memoryview:
         start = header.header_size
         available = len(whole) - start
-        if available != header.payload_length:
+        end = start + header.payload_length
+        if header.block_checksums and available >= header.payload_length:
+            # A block table follows the payload (read whole here only with checksum=False): its
+            # layout checked, and its CRCs too unless checksum=False.
+            if checksum:
+                read_block_table(whole[end:], header, source=self.path)
+            else:
+                check_block_table_head(
+                    whole[end : end + BLOCK_TABLE_HEAD], header, available - header.payload_length, source=self.path
+                )
+        elif available != header.payload_length:
             what = "truncated payload" if available < header.payload_length else "unexpected bytes after the payload"
             raise ContainerError(
                 f"{what}: {max(available, 0)} bytes for a declared {header.payload_length}",
@@ -312,7 +411,7 @@ class LazyDocument(ModuleRendering):
                 where=f"byte {start}",
                 expected=f"{header.payload_length} payload bytes, then the end of the file",
             )
-        payload = self._view(whole[start:])
+        payload = self._view(whole[start:end])
         if checksum and zlib.crc32(payload) != header.payload_crc32:
             raise ContainerError(
                 "payload checksum mismatch: the file is corrupted", source=self.path, where=f"bytes {start}.."
@@ -332,23 +431,12 @@ class LazyDocument(ModuleRendering):
         self._check_header(header)
         # The string table: its offsets as a zero-copy uint32 view.
         self._string_offsets, self._strings_at = self._u32_vector(r, doc[dslot["strings"]], ".strings")
-        self._rows: dict[str, int] = {"strings": len(self._string_offsets)}
+        self._rows = {"strings": len(self._string_offsets)}
         self._check_strings()
-        # Columnar tables: every column a zero-copy typed view, lengths checked once here.
-        self._cols: dict[str, dict[str, memoryview]] = {}
-        for name, (struct_name, _row_column, optional) in fb.TABLES.items():
-            spec = specs[struct_name]
-            at = doc[dslot[name]]
-            try:
-                v = None if optional and not at else r.fields(rt.need(at), spec)
-                cols: dict[str, memoryview] = {}
-                for col, (code, _role) in fb.COLUMNS[struct_name].items():
-                    pos = v[spec.slots[col]] if v is not None else 0
-                    cols[col] = self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
-            except rt.Bad as exc:
-                raise rt.bad(exc, f".{name}") from None
-            self._add_table(name, cols, v is not None)
-        self._add_missing_columns()
+        # Columnar tables: read on first use (a lookup touches four of them), every column a typed view,
+        # lengths checked then, once.
+        self._table_at = {name: doc[dslot[name]] for name in fb.TABLES}
+        self._tables()
         # The graph: node table offsets as a zero-copy view.
         graph = r.fields(rt.need(doc[dslot["graph"]]), specs["Graph"])
         gslot = specs["Graph"].slots
@@ -367,20 +455,12 @@ class LazyDocument(ModuleRendering):
         """The FlatBuffers column layout: the directory, the header, each table's columns as views."""
         from tracepack.codecs import fbcolumns
 
-        cl = self._cl = fbcolumns.RandomAccess(body, self._version, self.path)
+        cl = self._cl = fbcolumns.RandomAccess(body, self._version, self.path, self._blocks)
         self.header = cl.field("header")
         self._check_header(header)
         self._rows = {"strings": cl.string_count}
         self._check_strings()
-        self._cols = {}
-        for name, (struct_name, _row_column, optional) in self._fb.TABLES.items():
-            present = cl.present(name) if optional else True
-            cols = {}
-            for col, (code, _role) in self._fb.COLUMNS[struct_name].items():
-                view = cl.table_column(name, col) if present else None
-                cols[col] = self._view(view if view is not None else memoryview(b"").cast(code))
-            self._add_table(name, cols, present)
-        self._add_missing_columns()
+        self._tables()
         self._node_count = cl.node_count
         self._extension_cache = None
         self._nslot = {}
@@ -408,7 +488,7 @@ class LazyDocument(ModuleRendering):
                 "string 0 is not the empty string", source=self.path, where="$.strings[0]", expected='""'
             )
 
-    def _add_table(self, name: str, cols: dict[str, memoryview], present: bool) -> None:
+    def _add_table(self, name: str, cols: dict[str, Column], present: bool) -> None:
         """Check a table's columns against its row count and keep them."""
         fb = self._fb
         struct_name, row_column, _optional = fb.TABLES[name]
@@ -430,32 +510,93 @@ class LazyDocument(ModuleRendering):
         self._cols[name] = cols
         self._rows[name] = rows
 
-    def _add_missing_columns(self) -> None:
+    def _tables(self) -> None:
+        """Make ``_cols`` and ``_rows`` read each table on first use (:meth:`_load_table`)."""
+        load = weakref.WeakMethod(self._load_table)  # no cycle: the document is freed when dropped
+        cols, rows = _Tables(load), _Tables(load)
+        rows.update(self._rows)
+        self._cols, self._rows = cols, rows
+
+    def _table_names(self) -> tuple[str, ...]:
+        """Every table of the current model (``strings`` aside): the file's, then those it lacks."""
+        names = dict.fromkeys(self._fb.TABLES)
+        names.update(dict.fromkeys(name for name, _, _ in _added_columns(self._version)))
+        return tuple(names)
+
+    def _load_table(self, name: str) -> None:
+        """Read table ``name``'s columns (typed views) and check them against its row count."""
+        fb = self._fb
+        found = fb.TABLES.get(name)
+        cols: dict[str, Column] = {}
+        present = False
+        if found is not None:
+            struct_name, _row_column, optional = found
+            try:
+                if self._cl is not None:
+                    cl = self._cl
+                    present = cl.present(name) if optional else True
+                    for col, (code, _role) in fb.COLUMNS[struct_name].items():
+                        view = cl.table_column(name, col) if present else None
+                        cols[col] = self._view(view if view is not None else memoryview(b"").cast(code))
+                else:
+                    r, spec, at = self._r, fb.SPECS[struct_name], self._table_at[name]
+                    try:
+                        v = None if optional and not at else r.fields(rt.need(at), spec)
+                        for col, (code, _role) in fb.COLUMNS[struct_name].items():
+                            pos = v[spec.slots[col]] if v is not None else 0
+                            cols[col] = (
+                                self._typed_vector(r, pos, code) if pos else self._view(memoryview(b"").cast(code))
+                            )
+                    except rt.Bad as exc:
+                        raise rt.bad(exc, f".{name}") from None
+                    present = v is not None
+            except DecodeError as exc:
+                raise self._newer(exc) from None
+            except _MALFORMED as exc:
+                raise self._newer(_decode_error(exc, self.path, "$")) from None
+        elif name not in self._table_names():
+            raise KeyError(name)
         # What the current model has and the file's version does not (minor versions only add sparse
         # columns and optional tables, schema rules 1 and 11) reads as empty, as load() migrates it.
-        for name, col, code in _added_columns(self._version):
-            self._cols.setdefault(name, {})[col] = self._view(memoryview(b"").cast(code))  # type: ignore[call-overload]
-            self._rows.setdefault(name, 0)
-        self._source_starts: list[int] | None = None
+        added = {col: code for table, col, code in _added_columns(self._version) if table == name}
+        if found is None:
+            self._cols[name] = {col: self._view(memoryview(b"").cast(code)) for col, code in added.items()}  # type: ignore[call-overload]
+            self._rows[name] = 0
+            return
+        self._add_table(name, cols, present)
+        for col, code in added.items():
+            cols[col] = self._view(memoryview(b"").cast(code))  # type: ignore[call-overload]
+        blocks = self._blocks
+        if blocks is not None:
+            # A column within a block's size is verified whole now and read as a plain view after: a
+            # lookup reads a block anyway, and then walks it at C speed (stacks, frames, lines, files).
+            for col, column in cols.items():
+                if isinstance(column, BlockView) and len(column) * column.itemsize <= blocks.size:
+                    cols[col] = self._view(column.verified())
 
-    def _u32_vector(self, r: rt.Reader, pos: int, where: str) -> tuple[memoryview, int]:
+    def _u32_vector(self, r: rt.Reader, pos: int, where: str) -> tuple[Column, int]:
         try:
             start, count = r.vector(rt.need(pos), 4)
         except rt.Bad as exc:
             raise rt.bad(exc, where) from None
+        if self._blocks is not None:
+            return self._view(self._blocks.typed(start, count, "I")), start
         return self._view(r.mv[start : start + 4 * count].cast("I")), start
 
-    def _typed_vector(self, r: rt.Reader, pos: int, code: str) -> memoryview:
+    def _typed_vector(self, r: rt.Reader, pos: int, code: str) -> Column:
         size = rt.SIZES[code]
         start, count = r.vector(pos, size)
         if code == "?":
             code = "B"
+        if self._blocks is not None:
+            return self._view(self._blocks.typed(start, count, code))
         return self._view(r.mv[start : start + count * size].cast(code))  # type: ignore[call-overload]
 
     # -- life cycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Unmap the file. Strings already read stay valid; further access raises UsageError."""
+        """Close the file and release its views. Strings already read stay valid; further access raises
+        UsageError."""
         self._closed = True
         for view in reversed(self._views):
             view.release()
@@ -464,6 +605,8 @@ class LazyDocument(ModuleRendering):
         if r is not None:
             r.release()
         self._mm = None  # the snapshot goes with the last view a caller may still hold
+        if self._blocks is not None:
+            self._blocks.close()  # the file; its verified blocks go with the last view a caller holds
 
     def __enter__(self) -> LazyDocument:
         return self
@@ -513,9 +656,16 @@ class LazyDocument(ModuleRendering):
             return self._cl.raw_bytes("$.strings[]", i)
         r = self._r
         at = self._strings_at + 4 * i + self._string_offsets[i]
-        size = r.u32(at) if not 0 <= at <= r.n - 4 else _U32.unpack_from(r.mv, at)[0]  # r.u32 raises
+        if not 0 <= at <= r.n - 4:
+            r.u32(at)  # raises
+        blocks = self._blocks
+        if blocks is not None:
+            blocks.need(at, at + 4)
+        size = _U32.unpack_from(r.mv, at)[0]
         if at + 4 + size >= r.n:
             raise rt.Bad(f"string {i} at byte {at} overruns the buffer ({r.n} bytes)")
+        if blocks is not None:
+            blocks.need(at + 4, at + 5 + size)  # the bytes and the NUL after them
         if r.mv[at + 4 + size]:
             raise rt.Bad(f"string {i} at byte {at} has no NUL after it")
         return r.mv[at + 4 : at + 4 + size]
@@ -567,11 +717,13 @@ class LazyDocument(ModuleRendering):
         """The columns of a debug-info table (``"stacks"``, ``"frames"``...) as zero-copy typed views.
 
         Views are valid until :meth:`close`; ``numpy.frombuffer(view, ...)`` wraps one without a copy.
+        In a file with block checksums, every block under the table's columns is read and verified first.
         """
         self._live()
-        if table not in self._cols:
-            raise UsageError(f"no table {table!r}", where="columns", expected=" or ".join(self._cols))
-        return dict(self._cols[table])
+        names = self._table_names()
+        if table not in names:
+            raise UsageError(f"no table {table!r}", where="columns", expected=" or ".join(names))
+        return {name: _plain(view) for name, view in self._cols[table].items()}
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -929,7 +1081,8 @@ class LazyDocument(ModuleRendering):
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table of the current model (0 for a table the file's version does not have)."""
-        return dict(self._rows)
+        rows = self._rows
+        return {"strings": rows["strings"]} | {name: rows[name] for name in self._table_names()}
 
     # -- whole-document operations ------------------------------------------------------------
 
@@ -938,12 +1091,18 @@ class LazyDocument(ModuleRendering):
         import tracepack
 
         self._live()
+        blocks = self._blocks
+        if blocks is not None:
+            # Every block read and verified, then the whole file as the eager reader checks it.
+            blocks.need_all()
+            return tracepack.loads(blocks.whole(), source=self.path)
         assert self._mm is not None
         with memoryview(self._mm) as whole:
             return tracepack.loads(whole, source=self.path)
 
     def verify(self) -> None:
-        """The one-time linear pass: checksum, full structural decode, every reference and trie."""
+        """The one-time linear pass: every block and the payload checksum, full structural decode, every
+        reference and trie."""
         self.load()
 
 
@@ -1172,15 +1331,9 @@ class LazyNode:
         return f"<node {self.name} = {self.target}>"
 
 
-def _snapshot(path: str) -> bytes:
-    """The whole file, read into private anonymous memory.
-
-    Why not map the file itself: a file truncated (or rewritten shorter) while it is mapped turns
-    the next access to a lost page into SIGBUS, which kills the process. A private copy cannot
-    change under the reader and costs one read at memory speed (the CRC pass reads every byte
-    anyway); it is an immutable ``bytes``, released with the last view on :meth:`close`.
-    Only a regular file is read: a FIFO or device is refused before anything blocks.
-    """
+def _open_regular(path: str) -> tuple[int, int]:
+    """An open descriptor of the regular file ``path`` and its size; a FIFO or device is refused
+    before anything blocks."""
     import stat
 
     from tracepack.io.files import kind_of
@@ -1193,24 +1346,77 @@ def _snapshot(path: str) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"is {kind_of(st.st_mode)}, not a regular file", source=path, expected="a .tpk file")
-        size = st.st_size
         os.set_blocking(fd, True)
-        with builtins.open(fd, "rb", closefd=False) as f:
-            data = f.read(size + 1)  # one more: a file that grew since fstat is refused, not cut
-        if len(data) != size:
-            raise ContainerError(
-                f"the file changed while it was read: {len(data)} bytes, {size} expected",
-                source=path,
-                where=f"byte {min(len(data), size)}",
-            )
-        if size < HEADER_SIZE:
-            read_header(data, source=path)  # raises the ContainerError that says what is wrong
-            raise AssertionError("unreachable: a short header always raises")  # pragma: no cover
-        return data
+    except OSError as exc:
+        os.close(fd)
+        raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def _pread(fd: int, n: int, offset: int, path: str) -> bytes:
+    try:
+        if hasattr(os, "pread"):
+            return os.pread(fd, n, offset)
+        os.lseek(fd, offset, os.SEEK_SET)  # pragma: no cover - no pread (Windows)
+        return os.read(fd, n)  # pragma: no cover
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
-    finally:
-        os.close(fd)
+
+
+def _read_whole(fd: int, size: int, path: str) -> bytes:
+    """The whole file (of ``size`` bytes at open), read into private anonymous memory.
+
+    Why not map the file itself: a file truncated (or rewritten shorter) while it is mapped turns
+    the next access to a lost page into SIGBUS, which kills the process. A private copy cannot
+    change under the reader and costs one read at memory speed (the CRC pass reads every byte
+    anyway); it is an immutable ``bytes``, released with the last view on :meth:`close`.
+    """
+    try:
+        with builtins.open(fd, "rb", closefd=False) as f:
+            f.seek(0)
+            data = f.read(size + 1)  # one more: a file that grew since fstat is refused, not cut
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror}", source=path) from None
+    if len(data) != size:
+        raise ContainerError(
+            f"the file changed while it was read: {len(data)} bytes, {size} expected",
+            source=path,
+            where=f"byte {min(len(data), size)}",
+        )
+    return data
+
+
+def _block_file(fd: int, size: int, header: ContainerHeader, path: str) -> BlockFile:
+    """The file as a :class:`~tracepack.io.blocks.BlockFile`: its length and block table checked
+    (the table's head, then the whole table and its CRC-32), no payload byte read."""
+    at = header.block_table_at
+    if size < at:
+        raise ContainerError(
+            f"truncated payload: {max(size - header.header_size, 0)} of {header.payload_length} bytes",
+            source=path,
+            where=f"byte {header.header_size}",
+            expected=f"{header.payload_length} payload bytes",
+        )
+    head = _pread(fd, BLOCK_TABLE_HEAD, at, path)
+    table_size = check_block_table_head(head, header, size - at, source=path)
+    data = _pread(fd, table_size, at, path)
+    if len(data) != table_size:
+        raise ContainerError(
+            f"the file changed while it was read: {len(data)} of {table_size} block table bytes",
+            source=path,
+            where=f"byte {at + len(data)}",
+        )
+    table = read_block_table(data, header, source=path)
+    raw_header = _pread(fd, header.header_size, 0, path)
+    return BlockFile(fd, path, header, table, raw_header=raw_header, raw_table=data)
+
+
+def _plain(view: Column) -> memoryview:
+    """A column as a plain ``memoryview`` (a :class:`~tracepack.io.blocks.BlockView`: verified first)."""
+    return view if isinstance(view, memoryview) else view.verified()
 
 
 def _decode_error(exc: BaseException, source: str, where: str) -> DecodeError:

@@ -10,8 +10,9 @@ module path (:class:`~tracepack.Document` and :class:`~tracepack.lazy.LazyDocume
 The filters, all optional and combined with *and*:
 
 ``op``
-    the node's target, as dotted words: ``linear`` matches ``torch.ops.aten.linear.default``, and so do
-    ``aten.linear`` and the full name; ``lin`` does not.
+    the node's target, as dotted words, spelled as any torch tool prints it: ``linear`` matches
+    ``torch.ops.aten.linear.default``, and so do ``aten.linear``, the full name, the profiler's
+    ``aten::linear`` and ``aten::linear.default``; ``lin`` does not (:mod:`tracepack.analysis.ops`).
 ``module``
     a module path (``blocks.0.attn``, as in ``nn_module_stack`` and ``named_modules()``): nodes made
     inside that module or any submodule of it. ``""`` is the root, which every node is in.
@@ -85,9 +86,9 @@ class NodeFilter:
     def _op_matches(self, target: str) -> bool:
         if self.op is None:
             return True
-        want = self.op.split(".")
-        parts = target.split(".")
-        return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+        from tracepack.analysis.ops import op_matches
+
+        return op_matches(self.op, target)
 
     def _module_matches(self, path: str) -> bool:
         if self.module is None:

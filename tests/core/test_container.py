@@ -88,7 +88,8 @@ def test_unknown_codec_and_compression() -> None:
     data = tracepack.dumps(_doc())
     assert "unknown codec id 9" in _error(_reheader(data, codec=9))
     assert "unknown compression id 5" in _error(_reheader(data, compression=5))
-    assert "unknown flags" in _error(_reheader(data, flags=1))
+    assert "unknown flags 0x2" in _error(_reheader(data, flags=2))  # bit 0 is block checksums (test_blocks.py)
+    assert "unknown flags 0x8001" in _error(_reheader(data, flags=0x8001))
 
 
 def test_decompression_bomb_is_refused_before_decompressing() -> None:

@@ -210,3 +210,31 @@ def test_nested_graphs_share_the_tables() -> None:
     inner = doc.node(f"cond/true_graph_0/{nodes[2]['name']}")
     assert inner.stack_trace == nodes[2]["metadata"]["stack_trace"]
     assert inner.raw.stack == doc.node(nodes[2]["name"]).raw.stack  # one interned stack for both
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"name": "true_graph_0", "grap`": {}},  # the fuzzer's: a key changed
+        {"name": "true_graph_0", "graph": 7},
+        {"name": 1, "graph": {"nodes": []}},
+        None,
+        [],
+    ],
+)
+def test_an_as_graph_argument_that_is_not_a_graph_comes_back_exact(odd: Any) -> None:
+    """Beside a real nested graph, an ``as_graph`` argument that is not ``{"name", "graph"}`` keeps its node
+    verbatim (the export read it as a nested graph's skeleton: KeyError; found by the model_json harness)."""
+    model = json.loads(sample_model_json())
+    nodes = model["graph_module"]["graph"]["nodes"]
+    branch = {"inputs": [], "outputs": [], "nodes": nodes[:5], "tensor_values": {}, "is_single_tensor_return": False}
+    holder = dict(
+        nodes[6], inputs=[{"name": "", "arg": {"as_graph": {"name": "true_graph_0", "graph": branch}}, "kind": 1}]
+    )
+    nodes.insert(7, holder | {"name": "cond"})
+    nodes.insert(8, dict(holder, name="odd", inputs=[{"name": "", "arg": {"as_graph": odd}, "kind": 1}]))
+    data = json.dumps(model).encode()
+    doc = import_model_json(data)
+    assert export_model_json(doc) == data
+    assert export_model_json(tracepack.loads(tracepack.dumps(doc))) == data
+    assert doc.node("cond/true_graph_0/" + nodes[2]["name"]).stack_trace == nodes[2]["metadata"]["stack_trace"]

@@ -285,6 +285,47 @@ def test_inspect_of_a_damaged_etdump_is_one_line(tmp_path: Path, capsys: pytest.
     assert "cut.etdp" in err
 
 
+def _etrecord_with_program(tmp_path: Path, program: bytes) -> Path:
+    """The committed ETRecord with its forward method's program replaced (every other member kept)."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(DATA / "model.etrecord") as z, zipfile.ZipFile(out, "w") as w:
+        for info in z.infolist():
+            w.writestr(info, program if info.filename == "edge_dialect_exported_program/forward" else z.read(info))
+    path = tmp_path / "m.etrecord"
+    path.write_bytes(out.getvalue())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("program", "fragment"),
+    [
+        (b'{"graph_module": {"graph": {"nodes": [', "not valid JSON"),  # the fuzzer's JSONDecodeError
+        (b'{"graph_module": "\xb9"}', "not UTF-8"),  # and UnicodeDecodeError, from inspect's own parse
+        (b"[" * 5_000 + b"]" * 5_000, "max_depth"),
+    ],
+)
+def test_inspect_of_an_etrecord_whose_program_is_not_json_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], program: bytes, fragment: str
+) -> None:
+    assert main(["inspect", str(_etrecord_with_program(tmp_path, program))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "m.etrecord:edge_dialect_exported_program/forward" in err
+    assert fragment in err
+
+
+@pytest.mark.parametrize("program", [b"[]", b'{"graph_module": []}', b'{"graph_module": {"graph": {"nodes": 7}}}'])
+def test_inspect_of_an_etrecord_whose_program_has_no_graph_counts_no_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], program: bytes
+) -> None:
+    assert main(["inspect", "--json", str(_etrecord_with_program(tmp_path, program))]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [m["nodes"] for m in info["methods"] if m["name"] == "forward"] == [0]
+
+
 # -- properties -----------------------------------------------------------------------------------------
 
 

@@ -79,7 +79,8 @@ def test_an_etrecord_is_written_with_it_and_reads_back(path: Path, tmp_path: Pat
     payload = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(_dictionary())).decompress(
         data[HEADER_SIZE:]
     )
-    assert payload == tracepack.dumps(doc, codec=read_header(data).codec, compression="none")[HEADER_SIZE:]
+    plain = tracepack.dumps(doc, codec=read_header(data).codec, compression="none", block_checksums=False)
+    assert payload == plain[HEADER_SIZE:]
     # Smaller than with the torch.export dictionary, and than zstd -19 of the program JSON itself.
     torch_dict = min(
         len(tracepack.dumps(doc, codec=c, level=19, zstd_dict=dictionaries.DEFAULT)) for c in ("msgpack", "columnar")

@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Callable
 from typing import Final
 
+from tracepack import container
+
 __all__ = ["MUTATORS", "fix_tpk_checksums", "mutate"]
 
 _INTERESTING: Final = (0, 1, 0x7F, 0x80, 0xFF, 0x20, 0x0A, 0x22, 0x5B, 0x7B, 0x00)
@@ -137,10 +139,17 @@ MUTATORS: Final[dict[str, Callable[[random.Random, bytearray], None]]] = {
 
 
 def fix_tpk_checksums(b: bytearray) -> None:
-    """Recompute a mutated ``.tpk``'s payload length, CRCs and (uncompressed) raw length."""
+    """Recompute a mutated ``.tpk``'s payload length, CRCs and (uncompressed) raw length; with block
+    checksums (header flag bit 0), the payload is what the header declared (as far as it goes) and a
+    fresh block table follows it, in blocks of the size the old table had (16 KiB if unreadable)."""
     if len(b) < 48 or b[:4] != b"\x89TPK":
         return
     payload = bytes(b[48:])
+    if struct.unpack_from("<H", b, 18)[0] & 1:
+        declared = struct.unpack_from("<Q", b, 24)[0]
+        payload = bytes(b[48 : 48 + declared])
+        size = struct.unpack_from("<I", b, 48 + declared + 4)[0] if len(b) >= 48 + declared + 8 else 0
+        b[48:] = payload + container.block_table(payload, size if size in container.BLOCK_SIZES else 1 << 14)
     struct.pack_into("<Q", b, 24, len(payload))
     if b[17] == 0:
         struct.pack_into("<Q", b, 32, len(payload))

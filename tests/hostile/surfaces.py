@@ -67,6 +67,24 @@ def _tpk_seeds() -> list[tuple[str, bytes]]:
     return out
 
 
+@cache
+def _small_block_seeds() -> list[tuple[str, bytes]]:
+    """The sample in both FlatBuffers layouts with block checksums in blocks of 512 B (spec §1.5): many
+    blocks, so that a mutant reaches blocks a lookup reads and blocks it does not."""
+    from tracepack import container
+
+    out = []
+    for name, data in _tpk_seeds():
+        if name in ("sample.flatbuffers-rows.none", "sample.flatbuffers-columns.none"):
+            header = container.read_header(data)
+            stored = data[header.header_size : header.block_table_at]
+            blocks = container.pack(
+                stored, schema_version=header.schema_version, codec=header.codec, block_checksums=True, block_size=512
+            )
+            out.append((f"{name}.blocks-512", blocks))
+    return out
+
+
 def _tpk(data: bytes, folder: Path) -> str:
     from tracepack.container import read_header
 
@@ -98,8 +116,16 @@ def _lazy(data: bytes, folder: Path) -> str:
                         want = (e.name, e.stack_trace, e.module_stack, e.from_node)
                         if got != want:
                             raise Finding(f"lazy node {i} answers {got!r}, the eager reader {want!r}")
-                    if lz.node(node.name).index != i and (eager_refused or eager.node(node.name).index == i):
-                        raise Finding(f"lazy lookup of {node.name!r} finds another node")
+                    # Spec §5.4: when nodes share a name and the side index is damaged, a lazy reader may
+                    # answer with another node of that name (the row layout has no name column to scan
+                    # cheaply); a node of another name is a wrong answer.
+                    found = lz.node(node.name).index
+                    if (
+                        found != i
+                        and (eager_refused or eager.node(node.name).index == i)
+                        and lz.node(found).name != node.name
+                    ):
+                        raise Finding(f"lazy lookup of {node.name!r} finds a node of another name")
         except InputError as exc:
             if "\n" in str(exc):
                 raise Finding(f"error message is not one line: {exc!s}") from None
@@ -318,12 +344,15 @@ SURFACES: Final = {
         Surface("tpk", _tpk_seeds, BYTES, _tpk),
         Surface(
             "lazy",
-            lambda: [
-                s
-                for s in _tpk_seeds()
-                if ("flatbuffers" in s[0] and "zstd" not in s[0] and "none" in s[0])
-                or s[0].endswith(("/flatbuffers.tpk", "/flatbuffers-columns.tpk"))
-            ],
+            lambda: (
+                [
+                    s
+                    for s in _tpk_seeds()
+                    if ("flatbuffers" in s[0] and "zstd" not in s[0] and "none" in s[0])
+                    or s[0].endswith(("/flatbuffers.tpk", "/flatbuffers-columns.tpk"))
+                ]
+                + _small_block_seeds()
+            ),
             BYTES,
             _lazy,
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -13,6 +14,7 @@ from tracepack.errors import LegacyFormatError
 from tracepack.io import limits
 from tracepack.io.zip import ArchiveWriter, open_archive, open_archive_file
 from tracepack.torch import pt2
+from tracepack.torch.archives import import_archive
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "src/tracepack/data/sample/tiny_transformer.pt2"
@@ -276,3 +278,39 @@ def test_a_large_copied_member_keeps_its_offset_within_a_page(tmp_path: Path) ->
     assert _members(back) == _members(src)
     pt2.pack_pt2_file(back, tmp_path / "again.pt2")
     assert (tmp_path / "again.pt2").read_bytes() == packed.read_bytes()
+
+
+def _member_offset_past_2_63(data: bytes) -> bytes:
+    """``data`` (a zip) with its first member's central entry pointing at offset 2**64 - 1 through a zip64
+    extra field: a position no file has (zipfile reads it; seeking to it raises OverflowError)."""
+    eocd = data.rindex(b"PK\x05\x06")
+    at = struct.unpack_from("<I", data, eocd + 16)[0]  # the central directory's first entry
+    name_len, extra_len = struct.unpack_from("<HH", data, at + 28)
+    b = bytearray(data)
+    struct.pack_into("<H", b, at + 30, extra_len + 12)
+    struct.pack_into("<I", b, at + 42, 0xFFFFFFFF)
+    end = at + 46 + name_len
+    b[end:end] = struct.pack("<HHQ", 1, 8, 2**64 - 1)
+    eocd = b.rindex(b"PK\x05\x06")
+    struct.pack_into("<I", b, eocd + 12, struct.unpack_from("<I", b, eocd + 12)[0] + 12)
+    return bytes(b)
+
+
+def test_a_member_at_an_offset_past_2_63_is_one_line() -> None:
+    """Found by the coverage-guided zip harness: OverflowError escaped from seeking to the member."""
+    plain = io.BytesIO()  # Python's zipfile writes no zip64 end record here, unlike torch
+    with zipfile.ZipFile(ROOT / "tests/data/torch/releases/2.13/dynamic.pt2") as z, zipfile.ZipFile(plain, "w") as w:
+        for info in z.infolist():
+            w.writestr(info.filename, z.read(info))
+    data = _member_offset_past_2_63(plain.getvalue())
+    with open_archive(data, source="far.pt2") as archive:
+        assert not archive.torch_aligned()
+        name = archive.names()[0]
+        for read in (archive.read, archive.open_member, archive.member_file):
+            with pytest.raises(LegacyFormatError) as info:
+                read(name)
+            assert "far.pt2" in str(info.value)
+            assert "\n" not in str(info.value)
+    with pytest.raises(LegacyFormatError, match=r"far\.pt2"):  # pack copies every member raw: it must find this one
+        pt2.pack_pt2(data, source="far.pt2")
+    import_archive("far.pt2", data)  # reads the program and the version only: the far member is never touched

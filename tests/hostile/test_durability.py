@@ -134,10 +134,13 @@ def _commands(tpk: Path, out: Path) -> Iterator[tuple[str, list[str], list[Path]
     yield "unpack", ["unpack", str(tpk.with_name("packed.pt2")), str(out / "u.pt2")], [out / "u.pt2"]
     yield "upgrade", ["upgrade", str(SAMPLE), str(out / "g.pt2")], [out / "g.pt2"]
     yield "annotate", ["annotate", str(ETDUMP), "--with", str(ETRECORD), "-o", str(out / "t.json")], [out / "t.json"]
-    from tracepack.tables import TABLES
+    import hashlib
 
-    tables = [out / "tables" / f"{name}.parquet" for name in TABLES]
-    yield "export", ["export", str(tpk), "-o", str(out / "tables")], tables
+    from tracepack.analysis.dataset import COLUMNS, INDEX, METADATA, part_key
+
+    key = part_key(str(tpk), hashlib.sha256(tpk.read_bytes()).hexdigest()) if tpk.exists() else ""
+    tables = [out / "tables" / METADATA, *(out / "tables" / name / f"{key}.parquet" for name in COLUMNS)]
+    yield "export", ["export", str(tpk), "-o", str(out / "tables")], [*tables, out / "tables" / INDEX]
 
 
 _NAMES = [name for name, _, _ in _commands(Path("x"), Path("y"))]

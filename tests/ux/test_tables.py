@@ -40,7 +40,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _sql(folder: Path, query: str) -> list[tuple[Any, ...]]:
     con = duckdb.connect()
     for name in ("models", "nodes", "traces", "frames", "modules"):
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{folder / (name + '.parquet')}')")
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{folder / name / '*.parquet'}')")
     return con.execute(query).fetchall()
 
 
@@ -106,8 +106,17 @@ def test_traces_render_torchs_strings_and_modules_join(tables: Path) -> None:
         assert f",{path}," in theirs
 
 
-def test_export_refuses_to_replace_tables_without_force(tables: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export", str(PT2S[0]), "-o", str(tables)]) == 2
-    assert "exists; pass -f/--force" in capsys.readouterr().err
-    assert main(["export", str(PT2S[0]), "-o", str(tables), "-f"]) == 0
-    assert _sql(tables, "SELECT count(*) FROM models") == [(1,)]
+def test_export_replaces_tables_of_version_1_only_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The 1.0 layout: one file per table for every model (what export wrote before the dataset).
+    old = tmp_path / "tables"
+    old.mkdir()
+    (old / "nodes.parquet").write_bytes(b"PAR1")
+    assert main(["export", str(PT2S[0]), "-o", str(old)]) == 2
+    err = capsys.readouterr().err
+    assert "tables of version 1.0" in err
+    assert "pass -f/--force" in err
+    assert main(["export", str(PT2S[0]), "-o", str(old), "-f"]) == 0
+    assert not (old / "nodes.parquet").exists()
+    assert _sql(old, "SELECT count(*) FROM models") == [(1,)]

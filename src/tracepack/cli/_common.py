@@ -22,6 +22,8 @@ import zstandard
 from tracepack.errors import UsageError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Some inputs of a many-input command failed (each said so on one line); the others were done.
+EXIT_PARTIAL = 3
 STDIO = "-"
 T = TypeVar("T")
 
@@ -58,6 +60,26 @@ def add_fsync(p: argparse.ArgumentParser) -> None:
 
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON (machine-readable)")
+
+
+def add_jobs(p: argparse.ArgumentParser) -> None:
+    """``-j/--jobs N``: worker processes for many inputs (default: every core)."""
+    p.add_argument(
+        "-j",
+        "--jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="worker processes for many inputs (default: every core; 1: one after another, in this process)",
+    )
+
+
+def jobs_option(args: argparse.Namespace) -> int | None:
+    """``-j``'s value (None: every core); a UsageError for less than 1."""
+    jobs: int | None = getattr(args, "jobs", None)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"-j {jobs}", where="--jobs", expected="a number of processes, 1 or more")
+    return jobs
 
 
 def add_error_format(p: argparse.ArgumentParser) -> None:

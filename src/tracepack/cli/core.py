@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from tracepack.cli._common import (
     add_error_format,
     add_force,
     add_fsync,
+    add_jobs,
     add_json,
     check_output,
     display,
@@ -23,7 +25,6 @@ from tracepack.cli._common import (
     optional,
     parse_version,
     print_json,
-    progress,
     read,
     report,
     write_output,
@@ -56,21 +57,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
     pairs = _convert_targets(args)
     for _, out in pairs:  # refuse before any work, not half-way through
         check_output(out, force=args.force)
-    results = [_convert(src, dst, args) for src, dst in progress(pairs, total=len(pairs), desc="convert")]
-    if args.json:
-        value: Any = results[0] if len(results) == 1 else results
-        if pairs[0][1] == STDIO:
-            report(STDIO, "", value, as_json=True)
-        else:
-            print_json(value)
+    if len(pairs) > 1:  # every core (-j), one line per failing input, the rest go on
+        from tracepack.cli._many import run_many
+
+        return run_many(pairs, _convert, args, desc="convert")
+    ((src, dst),) = pairs
+    info, text = _convert(src, dst, args)
+    report(dst, text, info, as_json=args.json)
     return EXIT_OK
 
 
-def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
+def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """Convert ``src`` into ``dst``: what was written (``--json``'s form) and the line that says so."""
     import tracepack
     from tracepack import dictionaries
     from tracepack.codecs import resolve
-    from tracepack.container import MAGIC
+    from tracepack.container import MAGIC, read_header
     from tracepack.formats import read_document
 
     with Stages(display(src), 4) as stages:
@@ -93,7 +95,13 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
         stages.step(f"encoding ({', '.join(codecs)})")
         written = {
             codec: tracepack.dumps(
-                doc, codec=codec, compression=args.compression, level=args.level, zstd_dict=zdict, version=version
+                doc,
+                codec=codec,
+                compression=args.compression,
+                level=args.level,
+                zstd_dict=zdict,
+                version=version,
+                block_checksums=args.block_checksums,
             )
             for codec in codecs
         }
@@ -104,11 +112,13 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> dict[str, Any]:
     used = ""
     if zdict is not None and args.compression == "zstd":
         used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
+    blocks = read_header(data).block_checksums
+    if blocks:
+        used += ", block checksums"
     info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": input_bytes, "nodes": len(doc)}
     info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
-    if not args.json:
-        report(dst, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})", info, as_json=False)
-    return info
+    info["block_checksums"] = blocks
+    return info, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})"
 
 
 def _as_written(doc: Any, written: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
@@ -177,6 +187,8 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         "codec": header.codec,
         "compression": header.compression,
         "zstd_dict_id": header.dict_id,
+        "flags": header.flags,
+        "block_checksums": header.block_checksums,
         "payload_bytes": header.payload_length,
         "raw_bytes": header.raw_length,
         "producer": None
@@ -186,6 +198,8 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
         "rows": sizes,
         "bytes": _breakdown(written_raw, header.codec, written),
     }
+    if header.block_checksums:  # the table was checked by loads above
+        info["block_size"], info["blocks"] = struct.unpack_from("<IQ", data, header.block_table_at + 4)
     from tracepack import dictionaries
     from tracepack.sizes import column_sizes, table_sizes
 
@@ -206,6 +220,11 @@ def _inspect(path: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"  codec {header.codec}, compression {header.compression}", end="")
     print(f" (dictionary {header.dict_id})" if header.dict_id else "")
     print(f"  {len(data)} bytes on disk, payload {header.payload_length} stored / {header.raw_length} raw")
+    if header.block_checksums:
+        size, count = info["block_size"], info["blocks"]
+        print(f"  flags {header.flags:#x}: block checksums, {count} blocks of {size} bytes (lazy reads verify each)")
+    else:
+        print(f"  flags {header.flags:#x}: whole-payload checksum only")
     if info["producer"]:
         print(f"  producer {info['producer']['name']} {info['producer']['version']}")
     print(f"  {len(doc)} nodes")
@@ -355,6 +374,23 @@ def register(sub: Any) -> None:
         "(default: torch inputs use the newest built-in one, which readers need no file for)",
     )
     c.add_argument("--to-version", metavar="X.Y", help="write an older released schema version (if lossless)")
+    add_jobs(c)
+    g = c.add_mutually_exclusive_group()
+    g.add_argument(
+        "--block-checksums",
+        dest="block_checksums",
+        action="store_true",
+        default=None,
+        help="add a CRC-32 per 16 KiB block of the payload (container flag bit 0), so that a lazy lookup "
+        "(tracepack trace, tracepack.open) verifies only the blocks it reads. Default: on for uncompressed "
+        "FlatBuffers (--codec flatbuffers|flatbuffers-rows --compression none), off otherwise",
+    )
+    g.add_argument(
+        "--no-block-checksums",
+        dest="block_checksums",
+        action="store_false",
+        help="no block table: the header's whole-payload CRC-32 only (what builds before block checksums read)",
+    )
     add_force(c)
     add_fsync(c)
     add_json(c)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from tracepack.cli._common import (
     EXIT_OK,
+    EXIT_PARTIAL,
     STDIO,
     add_error_format,
     add_force,
     add_fsync,
+    add_jobs,
     add_json,
     display,
+    jobs_option,
     load_any,
     print_json,
     progress,
@@ -67,8 +69,11 @@ def _why_nothing(doc: Any, where: Any, name: str) -> None:
 
     notes = []
     if where.op is not None:
-        ops = {t for n in doc.nodes() for t in (n.target, *n.target.split("."))}
-        if where.op not in ops:
+        from tracepack.analysis.ops import op_matches, op_words, profiler_name
+
+        targets = {n.target for n in doc.nodes()}
+        if not any(op_matches(where.op, t) for t in targets):
+            ops = {w for t in targets for w in (t, profiler_name(t), *op_words(t))}
             notes.append(f"no op {where.op!r}{did_you_mean(where.op, sorted(ops))}")
     if where.module:
         paths = {module_path(n.modules) for n in doc.nodes()}
@@ -128,31 +133,47 @@ def _cat_raw(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``tracepack export --format parquet FILE... -o DIR``: nodes, frames, modules and traces as tables."""
-    from tracepack.tables import TABLES, collect, write_parquet
+    """``tracepack export --format parquet FILE... -o DIR``: the tables of many programs, as an incremental
+    Parquet dataset (one file per program and table; programs already there are skipped)."""
+    from tracepack.analysis.zoo import export_tables
 
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise UsageError("exists and is not a folder", source=args.output, where="-o")
-    targets = [out / f"{name}.parquet" for name in TABLES]
-    existing = [str(t) for t in targets if t.exists()]
-    if existing and not args.force:
-        raise UsageError(f"{existing[0]} exists; pass -f/--force to replace the tables", where="export")
-    zdict = zstd_dict(args.zstd_dict)
-    tables = collect(
-        (
-            (display(path), load_any(path, zstd_dict=zdict))
-            for path in progress(args.files, total=len(args.files), desc="export")
-        ),
+    files = list(args.files)
+    if args.files_from is not None:
+        files += [
+            line.strip() for line in read(args.files_from).decode("utf-8", "replace").splitlines() if line.strip()
+        ]
+    if not files and not args.drop and not args.prune:
+        raise UsageError("nothing to do", where="export", expected="FILE..., --files-from, --drop or --prune")
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is for --engine ray", where="export")
+
+    def failed(outcome: Any) -> None:
+        if outcome.status == "failed":
+            print(f"tracepack: {outcome.error}", file=sys.stderr)
+
+    summary = export_tables(
+        files,
+        args.output,
+        jobs=jobs_option(args),
+        engine=args.engine,
+        address=args.address,
+        drop=args.drop or (),
+        prune=args.prune,
+        replace=args.force,
+        durable=args.fsync,
+        zstd_dict=args.zstd_dict,
+        progress=lambda stream, n: progress(stream, total=n, desc="export"),
+        on_outcome=failed,
     )
-    sizes = write_parquet(tables, out, durable=args.fsync)
-    info = {"folder": str(out), "models": len(args.files), "tables": {k: {"rows": n} for k, n in sizes.items()}}
     if args.json:
-        print_json(info)
+        print_json(summary.as_json())
     else:
-        rows = ", ".join(f"{name} {n}" for name, n in sizes.items())
-        print(f"wrote {out}: {len(args.files)} model(s); rows: {rows}")
-    return EXIT_OK
+        rows = ", ".join(f"{name} {n}" for name, n in summary.rows.items())
+        what = f"{summary.converted} converted, {summary.unchanged} unchanged, {summary.dropped} dropped"
+        if summary.failed:
+            what += f", {len(summary.failed)} failed"
+        print(f"wrote {args.output}: {summary.models} model(s) ({what}); rows: {rows}")
+    return EXIT_PARTIAL if summary.failed else EXIT_OK
 
 
 def register(sub: Any) -> None:
@@ -164,7 +185,11 @@ def register(sub: Any) -> None:
         "filter given. Each line: name, op, module path, and the innermost source line outside installed packages.",
     )
     n.add_argument("files", nargs="+", metavar="FILE", help="a .tpk, model.json, .pt2 or TorchScript file; - for stdin")
-    n.add_argument("--op", help="the node's op, as dotted words: linear, aten.linear, torch.ops.aten.linear.default")
+    n.add_argument(
+        "--op",
+        help="the node's op, as any torch tool spells it: linear, aten.linear, aten::linear (torch.profiler), "
+        "aten::linear.default, torch.ops.aten.linear.default",
+    )
     n.add_argument("--module", metavar="PATH", help="a module path (blocks.0.attn): nodes in it or its submodules")
     n.add_argument("--source", metavar="FILE[:LINE]", help="nodes with a frame at this file (and line) in their stack")
     n.add_argument("--match", metavar="RE", help="a regular expression searched for in the node's name")
@@ -205,16 +230,39 @@ def register(sub: Any) -> None:
 
     e = sub.add_parser(
         "export",
-        help="write nodes, frames, modules and traces of many models as Parquet tables (DuckDB, pandas, Polars)",
-        description="Write the nodes, frames, modules and traces of every FILE into DIR as Parquet tables, one "
-        "row per item, with the model's file name in each row, for DuckDB, pandas or Polars. Needs the "
-        "parquet extra: pip install 'tracepack[parquet]'. See docs/tables.md.",
+        help="write nodes, frames, modules and traces of many models as a Parquet dataset (DuckDB, pandas, Polars)",
+        description="Write the nodes, frames, modules and traces of every FILE into the Parquet dataset DIR, one "
+        "row per item, with the model's name (the path given) in each row, for DuckDB, pandas, Polars or Spark. "
+        "Incremental: a program already in DIR (same name, same content hash) is skipped, a changed one "
+        "replaced. Runs on every core (-j), or on a Ray cluster (--engine ray). A failing input is reported "
+        "on one line and the rest go on (exit 3). Needs the parquet extra: pip install 'tracepack[parquet]'. "
+        "See docs/tables.md.",
     )
-    e.add_argument("files", nargs="+", metavar="FILE", help="any format tracepack reads")
+    e.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="any format tracepack reads: paths, glob patterns (quoted: expanded here) or URLs fsspec reads",
+    )
+    e.add_argument("--files-from", metavar="LIST", help="also the inputs named in LIST, one a line (- for stdin)")
     e.add_argument("--format", choices=["parquet"], default="parquet", help="table format (default parquet)")
-    e.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the tables (made if missing)")
+    e.add_argument("-o", "--output", required=True, metavar="DIR", help="the dataset's folder (made if missing)")
+    add_jobs(e)
+    e.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: worker processes on this machine (default); ray: a Ray Data job (pip install 'tracepack[ray]')",
+    )
+    e.add_argument(
+        "--address", metavar="ADDR", help="with --engine ray: the cluster (ray.init's address; default: a local Ray)"
+    )
+    e.add_argument("--drop", metavar="MODEL", action="append", help="remove this model's rows from DIR (repeatable)")
+    e.add_argument("--prune", action="store_true", help="remove every model of DIR that is not among the inputs")
     e.add_argument("--zstd-dict", metavar="FILE", help="the dictionary the files were compressed with")
-    add_force(e)
+    e.add_argument(
+        "-f", "--force", action="store_true", help="start afresh: convert every input again (replaces 1.0 tables too)"
+    )
     add_fsync(e)
     add_json(e)
     e.set_defaults(func=cmd_export)

@@ -9,6 +9,7 @@ from tracepack.cli._common import (
     EXIT_OK,
     add_force,
     add_fsync,
+    add_jobs,
     add_json,
     check_output,
     display,
@@ -37,10 +38,52 @@ def _run_files(args: argparse.Namespace, transform: Any) -> int:
     return EXIT_OK
 
 
+def _pack_targets(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(input, output) pairs: ``SRC DST``, or ``SRC... DIR`` (each into DIR/<its name>), as cp does."""
+    from pathlib import Path
+
+    from tracepack.errors import UsageError
+
+    *sources, dst = args.paths
+    if not sources:
+        raise UsageError("expected SRC... DST", where="pack")
+    if len(sources) == 1 and not Path(dst).is_dir():
+        return [(sources[0], dst)]
+    if not Path(dst).is_dir():
+        raise UsageError(f"{len(sources)} inputs need a folder to write into", source=dst, expected="a folder")
+    if "-" in sources:
+        raise UsageError("- (standard input) packs alone: tracepack pack - OUT.pt2", where="pack")
+    pairs = [(src, str(Path(dst) / Path(src).name)) for src in sources]
+    outs = [o for _, o in pairs]
+    if len(set(outs)) != len(outs):
+        dup = next(o for o in outs if outs.count(o) > 1)
+        raise UsageError(f"two inputs would both be written to {dup}", where="pack")
+    return pairs
+
+
+def _pack_file(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """One input of ``pack SRC... DIR`` (file to file, in a worker)."""
+    from tracepack.torch.pt2 import pack_pt2_file
+
+    size_in, size_out = pack_pt2_file(
+        src, dst, keep=args.keep or (), strip=args.strip_all, overwrite=args.force, durable=args.fsync
+    )
+    info = {"input": display(src), "output": dst, "bytes": size_out, "input_bytes": size_in}
+    return info, f"wrote {dst}: {size_out} bytes (was {size_in})"
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
-    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...] [--strip-all]``."""
+    """``tracepack pack IN.pt2 OUT.pt2 [--keep KEY ...] [--strip-all]``, or ``pack IN.pt2... DIR``."""
     from tracepack.torch.pt2 import pack_pt2, pack_pt2_file
 
+    pairs = _pack_targets(args)
+    for _, out in pairs:  # refuse before any work, not half-way through
+        check_output(out, force=args.force)
+    if len(pairs) > 1:  # every core (-j), one line per failing input, the rest go on
+        from tracepack.cli._many import run_many
+
+        return run_many(pairs, _pack_file, args, desc="pack")
+    ((args.src, args.dst),) = pairs
     keep = args.keep or ()
     if args.src != "-" and args.dst != "-":
         return _run_files(
@@ -78,9 +121,18 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add this module's commands to the ``tracepack`` parser."""
-    k = sub.add_parser("pack", help="move a .pt2's per-node debug strings into a tracepack member of the archive")
-    k.add_argument("src", help="a torch.export .pt2 (- for stdin)")
-    k.add_argument("dst", help="output .pt2 (written atomically; - for stdout); torch.export.load still reads it")
+    k = sub.add_parser(
+        "pack",
+        help="move a .pt2's per-node debug strings into a tracepack member of the archive",
+        usage="tracepack pack [options] SRC DST\n       tracepack pack [options] SRC... FOLDER",
+    )
+    k.add_argument(
+        "paths",
+        nargs="+",
+        metavar="SRC... DST",
+        help="torch.export .pt2 inputs (- for stdin) and the output .pt2 (written atomically; - for stdout; "
+        "torch.export.load still reads it), or a folder for several inputs (each written under its own name)",
+    )
     k.add_argument("--keep", metavar="KEY", action="append", help="a node metadata key to leave in model.json")
     k.add_argument(
         "--strip-all",
@@ -88,6 +140,7 @@ def register(sub: Any) -> None:
         help="move every metadata string, not only stack_trace and from_node: smaller, but plain "
         "torch.export.load then has no nn_module_stack (unflatten fails) nor source_fn_stack",
     )
+    add_jobs(k)
     add_fsync(k)
     add_force(k)
     add_json(k)

@@ -31,10 +31,13 @@ from collections.abc import Callable, Sequence
 from operator import add, sub
 from typing import Any, Final
 
+from tracepack.errors import ContainerError, UsageError
+
 __all__ = [
     "LITTLE",
     "SIZES",
     "Bad",
+    "CheckedReader",
     "Layout",
     "Reader",
     "TableSpec",
@@ -96,7 +99,13 @@ def _describe(e: BaseException) -> str:
 
 
 def bad(e: BaseException, step: str) -> Bad:
-    """``e`` as :class:`Bad` with ``step`` (``.field`` or ``[i]``) added to its place."""
+    """``e`` as :class:`Bad` with ``step`` (``.field`` or ``[i]``) added to its place.
+
+    A :class:`~tracepack.errors.ContainerError` or :class:`~tracepack.errors.UsageError` is raised
+    as it is: it comes from under the reader (:class:`CheckedReader`: a block of the file that does
+    not match its checksum, a file that shrank, a closed document), not from the buffer's shape."""
+    if isinstance(e, (ContainerError, UsageError)):
+        raise e
     if not isinstance(e, Bad):
         e = Bad(_describe(e))
     if step:
@@ -579,6 +588,109 @@ class Reader:
                 raise bad(Bad(f"string at byte {p} has no NUL after it"), f"[{i}]")
             try:
                 out.append(str(mv[p + 4 : end], "utf-8"))
+            except UnicodeDecodeError as e:
+                raise bad(e, f"[{i}]") from None
+        return out
+
+
+class CheckedReader(Reader):
+    """A :class:`Reader` that asks ``need(start, end)`` for every byte range before it reads it.
+
+    :mod:`tracepack.lazy` reads a file with block checksums through it: ``need`` reads the blocks
+    that cover the range from the file and verifies their CRC-32 (:class:`tracepack.io.blocks.BlockFile`),
+    so nothing unverified is ever decoded. Each method asks for exactly what the same method of
+    :class:`Reader` then reads (ranges outside the buffer are not asked for: :class:`Reader` refuses
+    them with its own error), and then lets it read.
+    """
+
+    __slots__ = ("need",)
+
+    def __init__(
+        self, data: bytes | bytearray | memoryview, need: Callable[[int, int], None], *, budget: int | None = None
+    ) -> None:
+        super().__init__(data, budget=budget)
+        self.need = need
+
+    def _word(self, pos: int) -> int | None:
+        """The ``uint32`` at ``pos``, verified first; None when it is outside the buffer."""
+        if not 0 <= pos <= self.n - 4:
+            return None
+        self.need(pos, pos + 4)
+        return int(_U32.unpack_from(self.mv, pos)[0])
+
+    def _region(self, pos: int, elem: int) -> None:
+        """Verify the vector at ``pos`` (its length and elements) when it is within the buffer."""
+        count = self._word(pos)
+        if count is not None and pos + 4 + count * elem <= self.n:
+            self.need(pos, pos + 4 + count * elem)
+
+    def root(self, identifier: bytes) -> int:
+        self.need(0, min(8, self.n))
+        return super().root(identifier)
+
+    def u32(self, pos: int) -> int:
+        word = self._word(pos)
+        return super().u32(pos) if word is None else word  # outside the buffer: Reader.u32 raises
+
+    def fields(self, pos: int, spec: TableSpec) -> list[Any]:
+        n = self.n
+        if 0 <= pos <= n - 4:
+            need, mv = self.need, self.mv
+            need(pos, pos + 4)
+            soffset = _I32.unpack_from(mv, pos)[0]
+            vt = pos - soffset
+            if 4 <= soffset <= 256 and vt >= 0:
+                need(vt, pos)  # the vtable right before its table, compared whole
+            if 0 <= vt <= n - 4:
+                need(vt, vt + 4)
+                vsize, tsize = _U16x2.unpack_from(mv, vt)
+                need(vt, min(n, vt + vsize))
+                need(pos, min(n, pos + tsize))  # a layout's size is its vtable's table size
+        return super().fields(pos, spec)
+
+    def vector(self, pos: int, elem: int) -> tuple[int, int]:
+        count = self._word(pos)
+        if count is None:
+            return super().vector(pos, elem)  # raises
+        # Reader.vector without reading the length again.
+        if pos + 4 + count * elem > self.n:
+            raise Bad(f"vector of {count} elements at byte {pos} overruns the buffer ({self.n} bytes)")
+        self.budget -= count
+        if self.budget < 0:
+            raise Bad("the buffer decodes to more elements than its size allows (shared objects?)")
+        return pos + 4, count
+
+    def scalars(self, pos: int, kind: str) -> list[Any]:
+        self._region(pos, SIZES[kind])
+        return super().scalars(pos, kind)
+
+    def tables(self, pos: int) -> list[int]:
+        self._region(pos, 4)
+        return super().tables(pos)
+
+    def string(self, pos: int) -> str:
+        size = self._word(pos)
+        if size is not None and pos + 4 + size <= self.n:
+            self.need(pos + 4, pos + 4 + size)
+        return super().string(pos)
+
+    def bytes_(self, pos: int) -> bytes:
+        self._region(pos, 1)
+        return super().bytes_(pos)
+
+    def strings(self, pos: int) -> list[str]:
+        out = []
+        n = self.n
+        for i, p in enumerate(self.tables(pos)):
+            size = self._word(p)
+            if size is None:
+                raise bad(Bad(f"string at byte {p} is outside the buffer ({n} bytes)"), f"[{i}]")
+            end = p + 4 + size
+            if end > n:
+                raise bad(Bad(f"string at byte {p} overruns the buffer ({n} bytes)"), f"[{i}]")
+            self.need(p + 4, end)
+            try:
+                out.append(str(self.mv[p + 4 : end], "utf-8"))
             except UnicodeDecodeError as e:
                 raise bad(e, f"[{i}]") from None
         return out

@@ -62,6 +62,9 @@ from tracepack.codecs import flatbuffers as fbc
 from tracepack.errors import DecodeError, EncodeError
 from tracepack.versions import generated
 
+if typing.TYPE_CHECKING:
+    from tracepack.io.blocks import BlockFile
+
 __all__ = [
     "FILE_IDENTIFIER",
     "KINDS",
@@ -533,11 +536,13 @@ class Directory:
     (``bool``, ``text`` and ``blob``: bytes).
     """
 
-    __slots__ = ("entries", "source", "text_count", "text_index", "vectors")
+    __slots__ = ("entries", "source", "starts", "text_count", "text_index", "vectors")
 
-    def __init__(self, body: memoryview, source: str | None) -> None:
+    def __init__(self, body: memoryview, source: str | None, reader: rt.Reader | None = None) -> None:
         self.source = source
-        r = rt.Reader(body)
+        r = rt.Reader(body) if reader is None else reader
+        #: Where each vector's first element is in ``body`` (kinds in order, then ``text_index``; 0: absent).
+        self.starts: list[int] = []
         try:
             v = r.fields(r.root(FILE_IDENTIFIER), ROOT_SPEC)
         except rt.Bad as exc:
@@ -552,9 +557,10 @@ class Directory:
                                         KIND_NAMES[kind]))  # fmt: skip
         self.vectors = vectors
         self.text_index = self._vector(r, v[_TEXT_INDEX], "I", "text_index")
-        raw_paths = self._vector(r, v[1], "B", "paths")
-        kinds = self._vector(r, v[2], "B", "kinds")
-        counts = self._vector(r, v[3], "I", "counts")
+        # The directory is read whole: through a CheckedReader (tracepack.lazy), verified first.
+        raw_paths = self._vector(r, v[1], "B", "paths", read=True)
+        kinds = self._vector(r, v[2], "B", "kinds", read=True)
+        counts = self._vector(r, v[3], "I", "counts", read=True)
         try:
             paths = str(raw_paths, "utf-8").split("\0")
         except UnicodeDecodeError as exc:
@@ -591,13 +597,19 @@ class Directory:
     def error(self, where: str, problem: str, expected: str | None = None) -> DecodeError:
         return DecodeError(problem, source=self.source, where=where, expected=expected)
 
-    def _vector(self, r: rt.Reader, pos: int, code: str, name: str) -> memoryview:
+    def _vector(self, r: rt.Reader, pos: int, code: str, name: str, *, read: bool = False) -> memoryview:
         if not pos:
+            if not read:
+                self.starts.append(0)
             return memoryview(b"").cast(code)  # type: ignore[call-overload, no-any-return]
         try:
             start, count = r.vector(pos, rt.SIZES[code])
         except rt.Bad as exc:
             raise self.error(f"Columns.{name}", exc.problem) from None
+        if read and isinstance(r, rt.CheckedReader):
+            r.need(start, start + count * rt.SIZES[code])
+        elif not read:
+            self.starts.append(start)
         mv: memoryview = r.mv[start : start + count * rt.SIZES[code]]
         return mv.cast(code) if code != "B" else mv  # type: ignore[call-overload]
 
@@ -651,15 +663,14 @@ def _make_check(item: Any) -> _Check:
 
 
 _BYTES: Final = col._decoder(bytes)
-_NUL: Final = re.compile(b"\\x00")
 #: Text values a reader finds by jumping before it computes every start (one pass over the text).
 _JUMPS: Final = 4096
 
 
 @functools.cache
-def _skip(n: int) -> re.Pattern[bytes]:
-    """Matches ``n`` NUL-terminated values."""
-    return re.compile(b"(?:[^\\x00]*\\x00){%d}" % n)
+def _value(n: int) -> re.Pattern[bytes]:
+    """Matches ``n`` NUL-terminated values, then one more whose bytes are group 1."""
+    return re.compile(b"(?:[^\\x00]*\\x00){%d}([^\\x00]*)\\x00" % n)
 
 
 _FLOATS: Final = col._decoder(float)
@@ -838,13 +849,33 @@ class RandomAccess:
     column and row, never an IndexError.
     """
 
-    def __init__(self, body: memoryview, version: tuple[int, int], source: str | None) -> None:
+    def __init__(
+        self, body: memoryview, version: tuple[int, int], source: str | None, blocks: BlockFile | None = None
+    ) -> None:
         self.source = source
-        self.d = d = Directory(body, source)
+        #: With block checksums (``blocks``): every byte is verified before it is read (see the module
+        #: :mod:`tracepack.io.blocks`): the directory through a CheckedReader, the vectors as BlockViews,
+        #: the text (scanned by regular expressions) by asking ``need`` for each range first.
+        self.need: Callable[[int, int], None] | None = None
+        if blocks is None:
+            self.d = d = Directory(body, source)
+        else:
+            from tracepack.io.blocks import BlockView
+
+            self.d = d = Directory(body, source, rt.CheckedReader(body, blocks.need))
+            # BlockViews index, slice, iterate and list as the views do (all this class asks of them).
+            d.vectors = [v if k == _TEXT else BlockView(blocks, v, d.starts[k]) for k, v in enumerate(d.vectors)]  # type: ignore[misc]
+            d.text_index = BlockView(blocks, d.text_index, d.starts[_TEXT_INDEX - _FIRST])  # type: ignore[assignment]
+            self.need = blocks.need
+        #: The block size (:meth:`_scan` reads the text a block at a time).
+        self.block = blocks.size if blocks is not None else 0
         self.limit = len(body)
         root: type = generated(version).model.Document
         self.plan = col._plan(root)
         self.text = text = d.vectors[_TEXT]
+        self.text_at = d.starts[_TEXT] if blocks is not None else 0
+        if len(text) and self.need is not None:
+            self.need(self.text_at + len(text) - 1, self.text_at + len(text))
         if len(text) and text[-1] != 0:
             raise d.error("Columns.text", "the last value has no NUL after it", expected="NUL-terminated values")
         #: Where each text value starts, when there is no usable ``text_index`` (computed on first use).
@@ -853,8 +884,8 @@ class RandomAccess:
         #: Values found by jumping from ``text_index`` so far (past :data:`_JUMPS`, every start is computed).
         self.jumps = 0
         self.sums: dict[str, list[int]] = {}
-        #: The node name column as a list, once a name lookup needed it.
-        self.names: list[int] | None = None
+        #: The node name column's bytes and item size, once a name lookup needed it.
+        self.names: tuple[bytes, int] | None = None
         self.fields = {f.node.path: f for f in self.plan.fields}
         graph = self.fields["$.graph"].node
         assert isinstance(graph, col._Struct)
@@ -924,7 +955,8 @@ class RandomAccess:
         if ends is None:
             ends = self._blob_ends(path)
         i = at - self.d.entries[path][1]
-        return self.d.vectors[_BLOB][ends[i] : ends[i + 1]]
+        value = self.d.vectors[_BLOB][ends[i] : ends[i + 1]]
+        return value if self.need is None else value.verified()  # type: ignore[attr-defined]
 
     def text_value(self, j: int) -> memoryview:
         """Text value ``j`` (below the directory's text count): found from the nearest ``text_index``
@@ -942,19 +974,35 @@ class RandomAccess:
             return self.text_value(j)
         pos = index[j // TEXT_STEP]
         skip = j % TEXT_STEP
+        need = self.need
+        if pos and need is not None and pos <= len(text):
+            need(self.text_at + pos - 1, self.text_at + pos)
         if pos > len(text) or (pos and text[pos - 1] != 0):
             raise self.error("Columns.text_index", f"entry {j // TEXT_STEP} ({pos}) is not where a value starts")
-        if skip:
-            m = _skip(skip).match(text, pos)
-            if m is None:
-                raise self.error("Columns.text", f"value {j} is past the end of the text")
-            pos = m.end()
-        end = _NUL.search(text, pos)
-        if end is None:
+        m = _value(skip).match(text, pos) if need is None else self._scan(_value(skip).match, pos)
+        if m is None:
             raise self.error("Columns.text", f"value {j} is past the end of the text")
-        return text[pos : end.start()]
+        return text[m.start(1) : m.end(1)]
+
+    def _scan(self, find: Callable[[Any, int, int], re.Match[bytes] | None], pos: int) -> re.Match[bytes] | None:
+        """``find(text, pos)`` (a pattern's ``match``) reading only verified text: over a window from
+        ``pos`` to the end of its block, then four times as long each time until it finds or reaches the
+        end. The patterns here (NUL-terminated values) find the same within a window as in the whole
+        text, when they find."""
+        text, need, at, block = self.text, self.need, self.text_at, self.block
+        assert need is not None
+        n = len(text)
+        end = min(n, ((at + pos) // block + 1) * block - at)  # to the end of the block at pos first
+        while True:
+            need(at + pos, at + end)
+            m = find(text, pos, end)
+            if m is not None or end == n:
+                return m
+            end = min(n, end + max(block, 3 * (end - pos)))
 
     def _all_starts(self) -> list[int]:
+        if self.need is not None:
+            self.need(self.text_at, self.text_at + len(self.text))
         parts = bytes(self.text).split(b"\0")
         parts.pop()
         if len(parts) != self.d.text_count:
@@ -1101,12 +1149,20 @@ class RandomAccess:
             if entry is None:  # every name is the default
                 return self.node_count - 1
             kind, start, count = entry
-            names = self.names = self.d.vectors[kind][start : start + count].tolist()
-        if not 0 <= i < len(names):
+            if kind in (_BOOL, _F64, _TEXT, _BLOB):
+                return i  # not integers: node_value refuses the column
+            column = self.d.vectors[kind][start : start + count]
+            names = self.names = (column.tobytes(), column.itemsize)
+        data, size = names
+        if not 0 <= i < len(data) // size:
             return i
-        if names.count(names[i]) == 1:
-            return i
-        return len(names) - 1 - names[::-1].index(names[i])
+        # The last element holding node i's value: its bytes found from the end at C speed, skipping
+        # matches that straddle two elements (at least one aligned match, node i's own, exists).
+        needle = data[i * size : (i + 1) * size]
+        at = data.rfind(needle)
+        while at % size:
+            at = data.rfind(needle, 0, at + size - 1)
+        return at // size
 
     def table_column(self, name: str, column: str) -> memoryview | None:
         """Column ``column`` of the table ``name`` as a zero-copy typed view (None: not stored, the

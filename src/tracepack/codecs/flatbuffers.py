@@ -45,6 +45,7 @@ __all__ = [
     "encode",
     "read_side_index",
     "side_index",
+    "side_index_at",
     "split",
     "with_side_index",
 ]
@@ -109,15 +110,24 @@ def split(data: bytes | bytearray | memoryview) -> tuple[memoryview, memoryview 
 
 def read_side_index(side: memoryview) -> memoryview | None:
     """The ``nodes_by_name`` column of a side index buffer (a ``uint32`` view), or None if unusable."""
+    found = side_index_at(rt.Reader(side))
+    if found is None:
+        return None
+    start, count = found
+    return side[start : start + 4 * count].cast("I")
+
+
+def side_index_at(r: rt.Reader) -> tuple[int, int] | None:
+    """``(first element position, count)`` of the ``nodes_by_name`` column of the side index buffer
+    ``r`` reads (the column itself is not read), or None if unusable."""
     try:
-        r = rt.Reader(side)
         v = r.fields(r.root(SIDE_IDENTIFIER), SIDE_SPEC)
         if not v[0]:
             return None
         start, count = r.vector(v[0], 4)
-        return side[start : start + 4 * count].cast("I") if rt.LITTLE else None
     except rt.Bad:
         return None
+    return (start, count) if rt.LITTLE else None
 
 
 def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | None = None) -> Any:

@@ -69,6 +69,7 @@ MEMBER_ERRORS = (
     zipfile.BadZipFile,
     OSError,
     ValueError,
+    OverflowError,  # an offset past 2**63 (zip64 extras hold 64 bits): no file position
     EOFError,
     NotImplementedError,
     RuntimeError,
@@ -84,6 +85,7 @@ ZIP_ERRORS: tuple[type[Exception], ...] = (
     zipfile.LargeZipFile,
     OSError,
     ValueError,
+    OverflowError,
     EOFError,
     KeyError,
     NotImplementedError,
@@ -173,7 +175,7 @@ class Archive:
         try:
             self._fp.seek(info.header_offset)
             head = self._fp.read(_LOCAL_HEADER)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, OverflowError) as exc:
             raise LegacyFormatError(f"cannot read the local header: {exc}", source=where) from None
         if len(head) != _LOCAL_HEADER or head[:4] != b"PK\x03\x04":
             raise LegacyFormatError("bad local header", source=where, where=f"byte {info.header_offset}")
@@ -220,7 +222,7 @@ class Archive:
                 name_len, extra_len = struct.unpack("<HH", head[26:30])
                 self._fp.seek(info.header_offset + _LOCAL_HEADER + name_len)
                 extra = self._fp.read(extra_len)
-            except (OSError, ValueError, struct.error):
+            except (OSError, ValueError, OverflowError, struct.error):
                 return False
             if not extra.startswith(b"FB"):
                 return False  # the padding sits in the local headers only

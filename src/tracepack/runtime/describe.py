@@ -98,12 +98,30 @@ def _pte(program: Any, source: str, size: int) -> dict[str, Any]:
     return {"file": source, "kind": "pte", "file_bytes": size, "version": program.version, "methods": methods}
 
 
+def _graph(program: bytes, where: str) -> dict[str, Any]:
+    """The ``graph_module.graph`` object of a method's program (``{}`` where the program has none), the
+    JSON parsed within the depth and integer budgets; text that is not JSON is refused naming the member."""
+    from tracepack.errors import LegacyFormatError
+    from tracepack.io.guard import parse_json
+
+    try:
+        value = parse_json(lambda: json.loads(program), program, where, LegacyFormatError)
+    except json.JSONDecodeError as exc:
+        raise LegacyFormatError(f"not valid JSON: {exc.msg}", source=where, where=f"character {exc.pos}") from None
+    except UnicodeDecodeError as exc:
+        raise LegacyFormatError("not UTF-8 text", source=where, where=f"byte {exc.start}") from None
+    module = value.get("graph_module") if isinstance(value, dict) else None
+    graph = module.get("graph") if isinstance(module, dict) else None
+    return graph if isinstance(graph, dict) else {}
+
+
 def _etrecord(etr: Any, data: bytes, source: str, names: list[str], sizes: dict[str, int]) -> dict[str, Any]:
     rec = etr.read_etrecord(data, source=source)
     methods = []
     for method, program in rec.programs.items():
-        graph = json.loads(program).get("graph_module", {}).get("graph", {})
-        nodes = graph.get("nodes", []) if isinstance(graph, dict) else []
+        graph = _graph(program, f"{source}:{etr.EDGE_PREFIX}{method}")
+        nodes = graph.get("nodes", [])
+        nodes = nodes if isinstance(nodes, list) else []
         targets = Counter(str(n.get("target", "")) for n in nodes if isinstance(n, dict))
         handles = rec.debug_handle_map.get(method, {})
         delegates = rec.delegate_map.get(method, {}) if isinstance(rec.delegate_map.get(method), dict) else {}

@@ -194,11 +194,9 @@ _MARKER = re.compile(r"## (\d+|.+\.py) ##")
 
 def aten_name(target: str) -> str:
     """A node target as the profiler names the op: ``torch.ops.aten.linear.default`` -> ``aten::linear``."""
-    name = op_name(target)
-    parts = name.split(".")
-    if len(parts) >= 2 and parts[0] in ("aten", "prims", "quantized_decomposed"):
-        return f"{parts[0]}::{parts[1]}"
-    return name
+    from tracepack.analysis.ops import profiler_name
+
+    return profiler_name(op_name(target))
 
 
 def _node_annotation(sym: Symbolicator, index: int, how: str) -> dict[str, Any]:
@@ -252,10 +250,13 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
         mapping is used only when every marker's first op is its node's op;
     ``op order``
         a plain trace: the outermost op events of each thread, in time order, are matched to the
-        document's nodes in graph order by op name (``aten::linear`` is ``aten.linear.default``),
+        document's nodes in graph order by op name (``aten::linear`` is ``aten.linear.default``, any
+        spelling of :mod:`tracepack.analysis.ops`),
         starting over after the last node (one model call after another). An event whose op is not the
         next node's is left alone; ops that are not ATen calls (``getitem``) have no event to match.
     """
+    from tracepack.analysis.ops import same_op
+
     n_nodes = len(sym.doc)  # type: ignore[arg-type]
     names: dict[str, int | None] = {}
     out: dict[int, tuple[int, str, bool]] = {}
@@ -305,7 +306,7 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
             if 0 <= k < n_nodes:
                 out[mark] = (k, "node marker", False)
         checked = [
-            targets[k] == first_op[mark]
+            same_op(targets[k], first_op[mark])
             for mark, index in node_marks.items()
             if mark in first_op and 0 <= (k := n_nodes - 1 - (last - index)) < n_nodes
         ]
@@ -326,7 +327,7 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
                 continue
             end_of_open = end
             last_match = None
-            if str(events[i].get("name", "")) == targets[k]:
+            if same_op(str(events[i].get("name", "")), targets[k]):
                 out[i] = (k, "op order", False)
                 last_match = k
                 k = (k + 1) % n_nodes

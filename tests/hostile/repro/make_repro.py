@@ -71,7 +71,8 @@ def _bzip2_bomb() -> bytes:
 
 def _changed_letter() -> bytes:
     doc = tracepack.loads((ROOT / "tests/golden/1.1/json.tpk").read_bytes())
-    data = bytearray(tracepack.dumps(doc, codec="flatbuffers-rows", compression="none"))
+    # As written when the hole was found: no block table (spec §1.5), the whole-payload CRC-32 only.
+    data = bytearray(tracepack.dumps(doc, codec="flatbuffers-rows", compression="none", block_checksums=False))
     at = data.index(b".py")
     data[at + 1] ^= 0x20  # ".py" -> ".Py": the checksum no longer matches
     return bytes(data)

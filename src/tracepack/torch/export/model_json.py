@@ -585,6 +585,10 @@ class _Importer:
 
     def _argument(self, arg: Any, subs: list[dict[str, Any]]) -> m.Argument:
         sub = _as_graph(arg) if self.nested else None
+        if sub is None and self.nested and type(arg) is dict and list(arg) == ["as_graph"]:
+            # Not {"name", "graph"}: as a generic argument the export would read it as a nested graph's
+            # skeleton. The node is kept verbatim instead (UsageError: the caller's way back to that).
+            raise UsageError("an as_graph argument that is not a nested graph")
         if sub is not None:
             subs.append(sub)
             inner: dict[str, Any] = {"name": sub["name"], "graph": self._skeleton(sub["graph"], nested=True)}

@@ -598,6 +598,17 @@ def _newfalse(r: _Reader) -> None:
     r.push(False)
 
 
+def _canonical(r: _Reader, text: bytes, what: str) -> bytes:
+    """``text`` if it is written as picklers write integers (``0``, or digits without a leading zero,
+    after an optional ``-``). Other spellings are refused rather than read one way: readers disagree
+    on them (CPython's C unpickler reads INT ``014`` as octal 12 and ``-0`` as False, its Python one
+    refuses ``014`` and reads ``-0`` as 0)."""
+    body = text[1:] if text[:1] == b"-" else text
+    if body[:1] == b"0" and text != b"0":
+        raise r.fail(f"{what} {text[:40]!r} has a leading zero", expected="a decimal integer without one")
+    return text
+
+
 def _int(r: _Reader) -> None:
     text = r.line(r.limits.max_line_bytes, "INT")
     if text == b"00":
@@ -605,14 +616,14 @@ def _int(r: _Reader) -> None:
     elif text == b"01":
         r.push(True)
     else:
-        r.push(r.decimal(text, "INT"))
+        r.push(r.decimal(_canonical(r, text, "INT"), "INT"))
 
 
 def _long(r: _Reader) -> None:
     text = r.line(r.limits.max_line_bytes, "LONG")
     if text.endswith(b"L"):
         text = text[:-1]
-    r.push(r.decimal(text, "LONG"))
+    r.push(r.decimal(_canonical(r, text, "LONG"), "LONG"))
 
 
 def _binint(r: _Reader) -> None:

@@ -1,0 +1,27 @@
+"""The columnar codec's decoder (``columnar``), through validation, migration and every answer: see
+:mod:`fuzz.harnesses._codec`."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from fuzz.harnesses import _codec
+
+TARGETS: Final = (
+    "tracepack.codecs.columnar",
+    "tracepack_generated.v1_2.validate",
+    "tracepack.document",
+    "tracepack.traces",
+    "tracepack.migrations",
+)
+DICT: Final = "columnar.dict"
+NATIVE: Final = True  # the forms loops in C (_cforms), instrumented
+CODEC: Final = "columnar"
+
+
+def test_one_input(data: bytes) -> None:
+    _codec.read(CODEC, data)
+
+
+def seeds() -> list[tuple[str, bytes]]:
+    return _codec.seeds(CODEC)

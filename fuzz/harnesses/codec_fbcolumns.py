@@ -1,0 +1,27 @@
+"""The FlatBuffers column layout's decoder (``flatbuffers-columns``), through validation, migration and every
+answer: see :mod:`fuzz.harnesses._codec`."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from fuzz.harnesses import _codec
+
+TARGETS: Final = (
+    "tracepack.codecs.fbcolumns",
+    "tracepack.codecs._fbrt",
+    "tracepack_generated.v1_2.validate",
+    "tracepack.document",
+    "tracepack.traces",
+    "tracepack.migrations",
+)
+DICT: Final = "fb.dict"
+CODEC: Final = "flatbuffers-columns"
+
+
+def test_one_input(data: bytes) -> None:
+    _codec.read(CODEC, data)
+
+
+def seeds() -> list[tuple[str, bytes]]:
+    return _codec.seeds(CODEC)
