@@ -589,6 +589,7 @@ struct LazyDocument::Impl {
             return false;
         }
         if (!check_header(magic, major, minor)) return false;
+        if (!rows_header_rest(header)) return false;
         if (!object(doc, 1, sp, "$.strings")) return false;
         if (!sp) return bad("$.strings", "required field is missing");
         if (!vec(sp, 4, strings_first, string_count, "$.strings")) return false;
@@ -603,6 +604,56 @@ struct LazyDocument::Impl {
         return true;
     }
     Tbl doc_;
+
+    // The rest of the header (producer, metadata), decoded whole on opening as the reference does.
+    bool rows_header_rest(const Tbl& header) {
+        std::size_t pp = 0, mp = 0;
+        if (!object(header, 2, pp, "$.header.producer")) return false;
+        if (pp) {
+            Tbl prod;
+            if (!table(pp, prod, "$.header.producer")) return false;
+            for (unsigned f = 0; f < 2; ++f) {
+                const std::string w = f ? "$.header.producer.version" : "$.header.producer.name";
+                std::size_t sp = 0;
+                std::string_view v;
+                if (!object(prod, f, sp, w) || (sp && !fb_string(sp, v, w))) return false;
+            }
+        }
+        if (!object(header, 3, mp, "$.header.metadata")) return false;
+        if (!mp) return true;
+        std::size_t first = 0;
+        std::uint64_t count = 0;
+        if (!vec(mp, 4, first, count, "$.header.metadata")) return false;
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const std::string w = "$.header.metadata[" + std::to_string(i) + "]";
+            std::size_t p = first + 4 * static_cast<std::size_t>(i);
+            if (!get(p, 4, w)) return false;
+            std::uint64_t target = p + static_cast<std::uint64_t>(le<std::uint32_t>(at(p)));
+            if (target >= n) return bad(w, "offset past the end of the buffer");
+            Tbl kv;
+            if (!table(static_cast<std::size_t>(target), kv, w)) return false;
+            for (unsigned f = 0; f < 2; ++f) {
+                const std::string fw = w + (f ? ".value" : ".key");
+                std::size_t sp = 0;
+                std::string_view v;
+                if (!object(kv, f, sp, fw)) return false;
+                if (!sp) return bad(fw, "required field is missing");
+                if (!fb_string(sp, v, fw)) return false;
+            }
+        }
+        return true;
+    }
+
+    // Every field of a Node table the file's version knows lies inside the table (§5.1), read or not.
+    bool node_fields_inside(const Tbl& t, const std::string& where) {
+        static const unsigned sizes[11] = {4, 4, 4, 4, 4, 1, 4, 4, 4, 4, 4};
+        const unsigned slots = h.major == 1 && h.minor == 0 ? 9 : 11;
+        for (unsigned s = 0; s < slots; ++s) {
+            std::size_t off = 0;
+            if (!field(t, s, sizes[s], off, where)) return false;
+        }
+        return true;
+    }
 
     bool check_string_zero() {
         std::string_view s0;
@@ -699,6 +750,18 @@ struct LazyDocument::Impl {
             if (major < 0 || minor < 0) return bad("$.header.version", "negative version");
             return false;
         }
+        if (!bool_column_ok("$.header.producer#present", 1)) return false;
+        {
+            std::string_view v;
+            std::uint64_t meta = 0;
+            auto pres = dir.find("$.header.producer#present");
+            bool producer = pres == dir.end() ? false : at(vec_first[4] + static_cast<std::size_t>(pres->second.start))[0] != 0;
+            if (producer && (!text_at("$.header.producer.name", 0, v) || !text_at("$.header.producer.version", 0, v))) return false;
+            if (!list_len("$.header.metadata", meta)) return false;
+            for (std::uint64_t i = 0; i < meta; ++i) {
+                if (!text_req("$.header.metadata[].key", meta, i, v) || !text_req("$.header.metadata[].value", meta, i, v)) return false;
+            }
+        }
         if (!list_len("$.strings", string_count)) return false;
         auto found = dir.find("$.strings[]");
         if (string_count) {
@@ -715,18 +778,23 @@ struct LazyDocument::Impl {
         if (!list_len("$.graph.nodes", node_count)) return false;
         static const char* const fields[5] = {"name", "target", "stack", "module", "stack_style"};
         for (unsigned f = 0; f < 5; ++f) {
-            if (!column(std::string("$.graph.nodes[].") + fields[f], node_count, node_cols[f])) return false;
+            // name and target have no default (§2.5); stack, module and stack_style do
+            if (!column(std::string("$.graph.nodes[].") + fields[f], node_count, node_cols[f], f < 2)) return false;
         }
         open_side_index();
         return true;
     }
 
     // The integer column `path` of `rows` rows (a missing column: every row the default 0).
-    bool column(const std::string& path, std::uint64_t rows, Col& c) {
+    bool column(const std::string& path, std::uint64_t rows, Col& c, bool required = false) {
         c = Col{};
         c.count = rows;
         auto it = dir.find(path);
-        if (it == dir.end()) return true;
+        if (it == dir.end()) {
+            // §6.5: a field without a default must have its column when there are rows
+            if (required && rows > 0) return bad(path, "the column is missing", "a value per row (no default)");
+            return true;
+        }
         const Entry& en = it->second;
         if (en.count != rows) {
             return bad(path, std::to_string(en.count) + " values for " + std::to_string(rows) + " rows",
@@ -737,6 +805,22 @@ struct LazyDocument::Impl {
         }
         c.kind = en.kind;
         c.first = vec_first[4 + en.kind] + static_cast<std::size_t>(en.start) * kKindSize[en.kind];
+        return true;
+    }
+    // A bool column's kind and values (0 or 1), read whole (the header's are one row).
+    bool bool_column_ok(const std::string& path, std::uint64_t rows) {
+        auto it = dir.find(path);
+        if (it == dir.end()) return true;
+        const Entry& en = it->second;
+        if (en.count != rows) return bad(path, std::to_string(en.count) + " values for " + std::to_string(rows) + " rows");
+        if (en.kind != kBool) return bad(path, std::string("a ") + kKindName[en.kind] + " column", "bool");
+        std::size_t p = vec_first[4] + static_cast<std::size_t>(en.start);
+        if (!need(p, p + static_cast<std::size_t>(rows))) return false;
+        for (std::uint64_t r = 0; r < rows; ++r) {
+            if (at(p + r)[0] > 1) {
+                return bad(path, "row " + std::to_string(r) + " holds " + std::to_string(at(p + r)[0]), "booleans (0 or 1)");
+            }
+        }
         return true;
     }
     // The length of the root-level list `path` (its `#len` column: one row).
@@ -813,6 +897,13 @@ struct LazyDocument::Impl {
             out = {};
             return true;
         }
+        return entry_text(it->second, path, k, out);
+    }
+    // Row k of a text column of `rows` rows without a default.
+    bool text_req(const std::string& path, std::uint64_t rows, std::uint64_t k, std::string_view& out) {
+        auto it = dir.find(path);
+        if (it == dir.end()) return bad(path, "the column is missing", "a value per row (no default)");
+        if (it->second.count != rows) return bad(path, std::to_string(it->second.count) + " values for " + std::to_string(rows) + " rows");
         return entry_text(it->second, path, k, out);
     }
     bool entry_text(const Entry& en, const std::string& path, std::uint64_t k, std::string_view& out) {
@@ -900,7 +991,7 @@ struct LazyDocument::Impl {
             for (unsigned j = 0; j < spec.columns; ++j) {
                 std::string p = base + "." + spec.c[j].name;
                 std::uint64_t len = 0;
-                if (!list_len(p, len) || !column(p + "[]", len, t.c[j])) return false;
+                if (!list_len(p, len) || !column(p + "[]", len, t.c[j], true)) return false;
             }
         } else {
             std::size_t pos = 0;
@@ -974,7 +1065,7 @@ struct LazyDocument::Impl {
                 const auto& s = sums.find("$.graph.nodes[]." + field + "#len")->second;
                 Col c;
                 const std::string ip = "$.graph.nodes[]." + field + "[]";
-                if (!column(ip, s.back(), c)) return false;
+                if (!column(ip, s.back(), c, true)) return false;
                 auto& dst = f ? out.values : out.keys;
                 dst.resize(static_cast<std::size_t>(len));
                 for (std::uint64_t r = 0; r < len; ++r) {
@@ -987,7 +1078,7 @@ struct LazyDocument::Impl {
             std::uint64_t target = p + static_cast<std::uint64_t>(le<std::uint32_t>(at(p)));
             if (target >= n) return bad(where, "offset past the end of the buffer");
             Tbl t;
-            if (!table(static_cast<std::size_t>(target), t, where)) return false;
+            if (!table(static_cast<std::size_t>(target), t, where) || !node_fields_inside(t, where)) return false;
             std::uint32_t u = 0;
             std::uint8_t style = 1;
             if (!scalar<std::uint32_t>(t, 0, 0, u, where + ".name")) return false;
@@ -1271,14 +1362,17 @@ struct LazyDocument::Impl {
                 }
             }
         }
-        // No index, or one that does not lead there: scan the names, the last node of the name wins.
-        for (std::uint64_t j = node_count; j-- > 0;) {
+        // No index, or one that does not lead there: every name read (and checked), as the reference's
+        // name table does; the last node of the name wins.
+        bool hit = false;
+        for (std::uint64_t j = 0; j < node_count; ++j) {
             if (!node_name(j, nm)) return false;
             if (nm == key) {
                 index = j;
-                return true;
+                hit = true;
             }
         }
+        if (hit) return true;
         return fail(ErrorClass::NotFoundError, "node", "no node named " + rt::py_repr(key));
     }
     bool side_entry(std::uint64_t k, std::uint64_t& j) {
