@@ -203,6 +203,7 @@ struct LazyDocument::Impl {
     std::uint64_t text_count = 0;
     bool text_index_ok = false;
     std::vector<std::uint64_t> text_starts;  // without a usable text_index: every value's start
+    std::vector<std::vector<std::uint64_t>> group_starts;  // with one: the starts found so far, per group of 64
     std::vector<std::uint64_t> blob_base;    // per blob column: the byte where its values start
     std::unordered_map<std::string, std::vector<std::uint64_t>> sums;  // list starts per #len column
     Col node_cols[5];  // name, target, stack, module, stack_style
@@ -848,9 +849,19 @@ struct LazyDocument::Impl {
                 return bad("Columns.text_index", "entry " + std::to_string(j / 64) + " is " + std::to_string(pos) +
                                                      ", not where text value " + std::to_string(j / 64 * 64) + " starts");
             }
-            for (std::uint64_t skip = j % 64; skip > 0; --skip) {
-                if (!nul_after(pos, where)) return false;
+            // The group's starts are kept once scanned: a value read again is found without a scan.
+            const std::size_t g = static_cast<std::size_t>(j / 64);
+            if (group_starts.empty()) group_starts.assign(static_cast<std::size_t>(vec_count[16]), {});
+            std::vector<std::uint64_t>& starts = group_starts[g];
+            if (starts.empty() || starts.size() <= j % 64) {
+                if (starts.empty()) starts.push_back(pos);
+                std::uint64_t p = starts.back();
+                while (starts.size() <= j % 64) {
+                    if (!nul_after(p, where)) return false;
+                    starts.push_back(p);
+                }
             }
+            pos = starts[static_cast<std::size_t>(j % 64)];
         } else {
             if (text_starts.empty()) {
                 if (!need(tf, tf + tn)) return false;
@@ -1118,6 +1129,11 @@ struct LazyDocument::Impl {
     }
 
     bool node_name(std::uint64_t i, std::string_view& out) {
+        if (columns_layout()) {  // the name column alone
+            std::int64_t v = 0;
+            if (!value(node_cols[0], i, Ty::u32, v, "$.graph.nodes[].name")) return false;
+            return str_ref(v, out, "$.graph.nodes[" + std::to_string(i) + "].name");
+        }
         NodeRow r;
         if (!node(i, r, false)) return false;
         return str_ref(static_cast<std::int64_t>(r.name), out, "$.graph.nodes[" + std::to_string(i) + "].name");

@@ -115,7 +115,8 @@ def _same(
             assert got[2] == ""
         else:
             assert got[1] == b"", "output on failure"
-            assert len(got[2].splitlines()) == 1 and got[2].startswith("tracepack: "), got[2]
+            assert len(got[2].splitlines()) == 1, got[2]
+            assert got[2].startswith("tracepack: "), got[2]
             assert _error_class(binary, args) == _python_class(args), f"{path}: {got[2]} / {want[2]}"
             if message:
                 assert got[2] == want[2]
@@ -194,7 +195,8 @@ def test_not_found_and_usage(cpp_bin: Path, tmp_path: Path) -> None:
     z = tmp_path / "z.tpk"
     z.write_bytes(tracepack.dumps(doc, codec="flatbuffers-columns", compression="zstd"))
     code, stdout, err = _cpp(cpp_bin, ["trace", str(z), "#0"])
-    assert (code, stdout) == (2, b"") and "uncompressed FlatBuffers" in err
+    assert (code, stdout) == (2, b"")
+    assert "uncompressed FlatBuffers" in err
 
 
 def _mutants(data: bytes, seed: str, count: int) -> list[bytes]:
