@@ -93,13 +93,16 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root).
+# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root);
+# and flatc with the FlatBuffers headers, which tests/cpp/test_verifier.py runs FlatBuffers' own Verifier with.
 cpp-deps:
-	@if ! command -v $(CXX) >/dev/null 2>&1 || ! printf '#include <zstd.h>\n#include <zlib.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
+	@if ! command -v $(CXX) >/dev/null 2>&1 || ! command -v flatc >/dev/null 2>&1 || \
+		! printf '#include <zstd.h>\n#include <zlib.h>\n#include <flatbuffers/flatbuffers.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev \
+				flatbuffers-compiler libflatbuffers-dev; \
 		else \
-			echo "make cpp needs g++, libzstd-dev and zlib1g-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
+			echo "make cpp needs g++, libzstd-dev, zlib1g-dev, flatbuffers-compiler and libflatbuffers-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
 		fi; \
 	fi
 
