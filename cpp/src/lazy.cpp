@@ -89,7 +89,17 @@ struct Col {
     std::uint8_t kind = kDefault;
     std::size_t first = 0;
     std::uint64_t count = 0;
+    const void* host = nullptr;  // a decoded document's vector (kind kU32, kI32 or kI64), not payload bytes
 };
+
+template <typename V>
+Col host_col(const V& v, std::uint8_t kind) {
+    Col c;
+    c.kind = kind;
+    c.count = v.size();
+    c.host = v.data();
+    return c;
+}
 
 // The field types the reader reads, for range checks.
 enum class Ty : std::uint8_t { u32, i32, i64, u8 };
@@ -193,6 +203,8 @@ struct LazyDocument::Impl {
     Error e;
 
     bool columns = false;
+    // a document decoded whole (trace of any other file): its tables are read from it
+    std::unique_ptr<current::Document> decoded;
     // row layout
     std::size_t strings_first = 0, nodes_first = 0;
     std::uint64_t string_count = 0, node_count = 0;
@@ -356,6 +368,12 @@ struct LazyDocument::Impl {
         }
         if (c.kind == kDefault) {
             v = 0;
+            return true;
+        }
+        if (c.host != nullptr) {  // a decoded, validated document
+            if (c.kind == kU32) v = static_cast<const std::uint32_t*>(c.host)[k];
+            else if (c.kind == kI32) v = static_cast<const std::int32_t*>(c.host)[k];
+            else v = static_cast<const std::int64_t*>(c.host)[k];
             return true;
         }
         std::size_t size = kKindSize[c.kind];
@@ -980,6 +998,10 @@ struct LazyDocument::Impl {
 
     bool string(std::uint64_t i, std::string_view& out, const std::string& where) {
         if (i >= string_count) return ref(static_cast<std::int64_t>(i), string_count, where);
+        if (decoded) {
+            out = decoded->strings[static_cast<std::size_t>(i)];
+            return true;
+        }
         if (columns_layout()) return entry_text(*strings_entry, "$.strings[]", i, out);
         std::size_t p = strings_first + 4 * static_cast<std::size_t>(i);
         if (!get(p, 4, "$.strings")) return false;
@@ -998,7 +1020,41 @@ struct LazyDocument::Impl {
         if (t.loaded) return true;
         const TableSpec& spec = kTableSpecs[id];
         const std::string base = std::string("$.") + spec.name;
-        if (columns_layout()) {
+        if (decoded) {
+            const current::Document& d = *decoded;
+            switch (id) {
+                case kFiles: t.c[0] = host_col(d.files.name, kU32); break;
+                case kLines:
+                    t.c[0] = host_col(d.lines.file, kU32), t.c[1] = host_col(d.lines.line, kI64);
+                    t.c[2] = host_col(d.lines.name, kU32), t.c[3] = host_col(d.lines.text, kU32);
+                    break;
+                case kFrames:
+                    t.c[0] = host_col(d.frames.line, kU32), t.c[1] = host_col(d.frames.col, kI32);
+                    t.c[2] = host_col(d.frames.end_col, kI32), t.c[3] = host_col(d.frames.annotation, kU32);
+                    t.c[4] = host_col(d.frames.end_line, kI64);
+                    break;
+                case kStacks: t.c[0] = host_col(d.stacks.parent, kU32), t.c[1] = host_col(d.stacks.frame, kU32); break;
+                case kModules:
+                    t.c[0] = host_col(d.modules.parent, kU32), t.c[1] = host_col(d.modules.key, kU32);
+                    t.c[2] = host_col(d.modules.path, kU32), t.c[3] = host_col(d.modules.type, kU32);
+                    t.c[4] = host_col(d.modules.method, kU32);
+                    break;
+                case kSources:
+                    t.c[0] = host_col(d.sources.file, kI64), t.c[1] = host_col(d.sources.start_line, kI64);
+                    t.c[2] = host_col(d.sources.line_count, kU32), t.c[3] = host_col(d.sources.lines, kU32);
+                    break;
+                case kRanges:
+                    t.c[0] = host_col(d.ranges.source, kU32), t.c[1] = host_col(d.ranges.start, kI64);
+                    t.c[2] = host_col(d.ranges.end, kI64);
+                    break;
+                case kHandles:
+                    t.c[0] = host_col(d.debug_handles.handle, kI64), t.c[1] = host_col(d.debug_handles.stack, kU32);
+                    t.c[2] = host_col(d.debug_handles.module, kU32), t.c[3] = host_col(d.debug_handles.op, kU32);
+                    t.c[4] = host_col(d.debug_handles.range, kU32);
+                    break;
+                default: break;
+            }
+        } else if (columns_layout()) {
             for (unsigned j = 0; j < spec.columns; ++j) {
                 std::string p = base + "." + spec.c[j].name;
                 std::uint64_t len = 0;
@@ -1056,7 +1112,15 @@ struct LazyDocument::Impl {
         const std::string where = "$.graph.nodes[" + std::to_string(i) + "]";
         out = NodeRow{};
         std::int64_t v = 0;
-        if (columns_layout()) {
+        if (decoded) {
+            const auto& nd = decoded->graph.nodes[static_cast<std::size_t>(i)];
+            out.name = nd.name, out.target = nd.target, out.stack = nd.stack, out.module = nd.module;
+            out.style = static_cast<std::int64_t>(nd.stack_style);
+            if (meta) {
+                out.keys.assign(nd.meta_keys.begin(), nd.meta_keys.end());
+                out.values.assign(nd.meta_values.begin(), nd.meta_values.end());
+            }
+        } else if (columns_layout()) {
             static const char* const fields[5] = {"name", "target", "stack", "module", "stack_style"};
             std::uint64_t* dest[4] = {&out.name, &out.target, &out.stack, &out.module};
             for (unsigned f = 0; f < 5; ++f) {
@@ -1129,7 +1193,7 @@ struct LazyDocument::Impl {
     }
 
     bool node_name(std::uint64_t i, std::string_view& out) {
-        if (columns_layout()) {  // the name column alone
+        if (columns_layout() && !decoded) {  // the name column alone
             std::int64_t v = 0;
             if (!value(node_cols[0], i, Ty::u32, v, "$.graph.nodes[].name")) return false;
             return str_ref(v, out, "$.graph.nodes[" + std::to_string(i) + "].name");
@@ -1451,6 +1515,13 @@ bool LazyDocument::open(const std::string& path, Error& error, bool checksum) {
     if (impl_->open(path, checksum)) return true;
     error = impl_->e;
     return false;
+}
+
+void LazyDocument::adopt(current::Document&& doc) {
+    impl_.reset(new Impl);
+    impl_->decoded.reset(new current::Document(std::move(doc)));
+    impl_->string_count = impl_->decoded->strings.size();
+    impl_->node_count = impl_->decoded->graph.nodes.size();
 }
 
 bool LazyDocument::is_lazy(const std::string& path) {

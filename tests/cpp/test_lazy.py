@@ -1,5 +1,8 @@
 """The C++ lazy reader: ``tracepack-cpp trace FILE NODE...`` prints what ``tracepack trace`` prints.
 
+(Files of other codecs and compressions are read whole, as the Python CLI reads them; a sample of them
+is compared the same way.)
+
 Every committed torch sample and every valid conformance vector, converted to both FlatBuffers layouts
 uncompressed (with block checksums, as convert writes them, and without), and the conformance suite's
 own uncompressed FlatBuffers vectors as committed (schema 1.0, 1.1 and 1.2 files): every node, by
@@ -126,9 +129,9 @@ def _same(
 
 def _every_node(binary: Path, path: Path) -> int:
     """Every node by index (one command) and by name (one command): the same bytes. Returns the count."""
-    with tracepack.open(path) as lazy:
-        n = len(lazy)
-        names = [lazy.node(i).name for i in range(n)]
+    whole = tracepack.load(path)
+    n = len(whole)
+    names = [whole.node(i).name for i in range(n)]
     if n == 0:
         _same(binary, path, ["#0"])
         return 0
@@ -151,6 +154,22 @@ def test_every_node_of_every_sample_in_both_layouts(cpp_bin: Path, rel: str, tmp
             out = tmp_path / f"{layout}-{blocks}.tpk"
             out.write_bytes(tracepack.dumps(doc, codec=layout, compression="none", block_checksums=blocks))
             _every_node(cpp_bin, out)
+
+
+@pytest.mark.parametrize("rel", SAMPLES[::4])
+def test_every_node_of_files_read_whole(cpp_bin: Path, rel: str, tmp_path: Path) -> None:
+    """Files ``trace`` does not read lazily (other codecs, zstd with the built-in dictionary, compressed
+    FlatBuffers) are read whole, as the Python CLI reads them: the same bytes for every node."""
+    doc = _document(rel)
+    for codec, compression, zdict in (
+        ("json", "none", None),
+        ("msgpack", "zstd", "torch-export-7"),
+        ("columnar", "zstd", "torch-export-7"),
+        ("flatbuffers-rows", "zstd", None),
+    ):
+        out = tmp_path / f"{codec}-{compression}.tpk"
+        out.write_bytes(tracepack.dumps(doc, codec=codec, compression=compression, zstd_dict=zdict))
+        _every_node(cpp_bin, out)
 
 
 @pytest.mark.parametrize("rel", _lazy_vectors("valid"))
@@ -191,12 +210,6 @@ def test_not_found_and_usage(cpp_bin: Path, tmp_path: Path) -> None:
     n = len(doc)
     for keys in ([f"#{n}"], ["#-1"], ["#000"], [f"#{'9' * 30}"], ["#0", f"#{n}"]):
         _same(cpp_bin, out, keys)
-    # a compressed file: not read lazily (the Python CLI reads it whole; this reader says so)
-    z = tmp_path / "z.tpk"
-    z.write_bytes(tracepack.dumps(doc, codec="flatbuffers-columns", compression="zstd"))
-    code, stdout, err = _cpp(cpp_bin, ["trace", str(z), "#0"])
-    assert (code, stdout) == (2, b"")
-    assert "uncompressed FlatBuffers" in err
 
 
 def _mutants(data: bytes, seed: str, count: int) -> list[bytes]:
@@ -219,6 +232,34 @@ def _mutants(data: bytes, seed: str, count: int) -> list[bytes]:
                 p[at : at + 4] = bytes(min(4, len(p) - at))
         out.append(container.pack(bytes(p), schema_version=h.schema_version, codec=h.codec, block_checksums=False))
     return out
+
+
+def test_damaged_vectors_under_sanitizers(asan_bin: Path) -> None:
+    """ASan and UBSan (make cpp-asan): every damaged vector a lazy reader opens, three lookups, no report."""
+    for rel in _lazy_vectors("invalid"):
+        for form in ([], ["--json"]):
+            code, _, err = _cpp_env(asan_bin, ["trace", *form, str(harness.REPO / rel), "#0", "x", "#99999"])
+            assert code in (0, 2), f"{rel}: exit {code}: {err[-2000:]}"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_mutants_under_sanitizers(asan_bin: Path, tmp_path: Path, layout: str) -> None:
+    doc = _document(SAMPLES[0])
+    data = tracepack.dumps(doc, codec=layout, compression="none", block_checksums=False)
+    for k, mutant in enumerate(_mutants(data, "asan-" + layout, 60)):
+        path = tmp_path / f"m{k}.tpk"
+        path.write_bytes(mutant)
+        code, _, err = _cpp_env(asan_bin, ["trace", str(path), "#0", f"#{len(doc) - 1}", doc.node(0).name])
+        assert code in (0, 2), f"mutant {k}: exit {code}: {err[-2000:]}"
+
+
+def _cpp_env(binary: Path, args: list[str]) -> tuple[int, bytes, str]:
+    import os
+
+    done = subprocess.run(
+        [str(binary), *args], capture_output=True, check=False, timeout=300, env={**os.environ, **harness.SANITIZER_ENV}
+    )
+    return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tracepack/error.hpp"
+#include "tracepack/versions.hpp"
 
 namespace tracepack {
 
@@ -66,6 +67,9 @@ public:
 
     // Open `path`. `checksum = false` skips every CRC-32 (a trusted file; the reference's checksum=False).
     bool open(const std::string& path, Error& error, bool checksum = true);
+    // Answer the same questions about a document read whole (tracepack::read_document: any codec and
+    // compression, already validated): what `trace` does for a file it cannot read lazily.
+    void adopt(current::Document&& doc);
     // Whether the file at `path` is one this reader opens (an uncompressed codec 2 or 4 container); a
     // file whose header cannot be read is not (the full reader reports what is wrong with it).
     static bool is_lazy(const std::string& path);
