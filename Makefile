@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch demo smoke test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps samples executorch-samples release-samples dictionary dictionary-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -64,6 +64,18 @@ demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed aga
 
 smoke: $(STAMP) ## Build sdist + wheel, install the wheel into a clean venv, smoke-test CLI, API, mypy --strict
 	$(BIN)/python scripts/smoke_wheel.py
+
+WHEELS_STAMP := $(VENV)/.installed-wheels
+$(WHEELS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,wheels]'
+	@touch $@
+
+# The other platforms' wheels: cibuildwheel on each OS's CI runner ([tool.cibuildwheel] in pyproject.toml).
+wheels: $(WHEELS_STAMP) ## Build this machine's platform wheel (manylinux) and the pure-Python wheel into dist/wheels, install and smoke-test each, compare their bytes
+	$(BIN)/python scripts/smoke_wheel.py --wheels
+
+wheels-config: $(WHEELS_STAMP) ## Check that [tool.cibuildwheel] builds the release set (cibuildwheel lists it; no build; CI)
+	$(BIN)/python scripts/smoke_wheel.py --cibuildwheel-config
 
 test: $(STAMP) venv-torch venv-ray cpp cpp-asan ## Run the whole test suite (thorough hypothesis profile on CI), the C++ reader's included
 	$(BIN)/python -m pytest
@@ -167,15 +179,26 @@ executorch-samples: ## Remake tests/data/executorch/ (ETRecord, .pte, ETDump, lo
 	$(ET_VENV)/bin/python scripts/executorch/make_samples.py --delegate
 	$(BIN)/python scripts/executorch/make_samples.py --profiler
 
+# Not part of test/CI: torch, torchvision, timm and transformers (GBs), in their own environment; REAL_VENV
+# names an existing one instead (then nothing is installed into it).
+REAL_VENV ?= .venv-real
+REAL_PINS := torch==2.14.1 torchvision==0.29.1 timm==1.0.31 transformers==5.24.0
+real-models: ## Export the 18 real third-party models of the size benchmark into .bench/real (own venv; not CI)
+	@test -x $(REAL_VENV)/bin/python || { $(PYTHON) -m venv $(REAL_VENV) && $(REAL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(REAL_PINS); }
+	$(REAL_VENV)/bin/python -W ignore scripts/torch/real_models.py
+
 RELEASE_PYTHON ?= python3.11
 release-samples: ## Re-create tests/data/torch/releases/ in one venv per torch release (GBs of downloads; not in test/CI)
 	$(RELEASE_PYTHON) scripts/torch/releases/build_all.py $(RELEASES)
 
-dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary (torch 2.13; deterministic; docs/dictionaries.md)
+dictionary: $(TORCH_STAMP) ## Retrain the built-in zstd dictionary and record its inputs (torch 2.13; docs/dictionaries.md)
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py
 
-dictionary-check: $(TORCH_STAMP) ## Fail unless retraining reproduces the shipped dictionary byte for byte
+dictionary-check: $(STAMP) ## Fail unless every recorded dictionary retrains byte for byte from its commit (no torch; CI)
 	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check
+
+dictionary-corpus-check: $(TORCH_STAMP) ## Fail unless torch 2.13 exports the recorded training inputs (minutes; not CI)
+	$(BIN)/python -W ignore scripts/torch/train_dictionary.py --check-corpus
 
 # Not part of test/CI: the corpus needs executorch ($(ET_VENV)); training runs in the project's environment.
 # The corpus is made afresh (a folder left by another version of the script could hold other models).

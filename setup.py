@@ -6,6 +6,8 @@ as data packages of ``tracepack_generated`` (``tracepack schema check --all`` us
 leaves out flatc's Python module (``vX_Y/fb/tables.py``), which only the tests import.
 """
 
+import os
+
 from setuptools import Extension, find_namespace_packages, find_packages, setup
 
 DATA_PACKAGES = {
@@ -20,7 +22,17 @@ BUNDLED = {name: ["*"] for name in CODE if name.startswith("tracepack.data.")}
 
 #: The columnar codec's ``forms`` loops in C. Optional: where it cannot be compiled (no compiler for the sdist)
 #: the package installs without it and runs the same encoding in Python (``tracepack.codecs.columnar``).
-SPEEDUPS = [Extension("tracepack.codecs._cforms", ["src/tracepack/codecs/_cforms.c"], optional=True)]
+#: ``TRACEPACK_PURE_PYTHON=1`` at build time leaves it out (the pure-Python ``py3-none-any`` wheel);
+#: ``TRACEPACK_REQUIRE_C=1`` makes a failed compile an error (cibuildwheel's platform wheels, pyproject.toml).
+SPEEDUPS = [
+    Extension(
+        "tracepack.codecs._cforms",
+        ["src/tracepack/codecs/_cforms.c"],
+        optional=not os.environ.get("TRACEPACK_REQUIRE_C"),
+    )
+]
+if os.environ.get("TRACEPACK_PURE_PYTHON"):
+    SPEEDUPS = []
 
 setup(
     ext_modules=SPEEDUPS,

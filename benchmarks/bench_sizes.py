@@ -2,7 +2,7 @@
 
 The ladder is ``scripts/torch/export_corpus.py``'s ``size_*`` entries (about 10, 30, 60, 130, 450,
 1k and 10k nodes, each with static and dynamic shapes), exported once with torch 2.13 into
-``.bench/sizes``. The built-in dictionary (``torch-export-7``) was trained on other models
+``.bench/sizes``. The built-in dictionary (``dictionaries.DEFAULT``) was trained on other models
 (``scripts/torch/dictionary_models.py``): no model of the ladder is in its training set.
 
 Per model, in one run: ``zstd -19`` of ``model.json`` (the baseline), and every codec uncompressed,

@@ -16,7 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Figure", "Report", "best_time", "peak_memory"]
+__all__ = ["RESULTS", "Figure", "Report", "best_time", "peak_memory", "recorded"]
+
+#: The committed figures of ``python -m benchmarks.run SECTION --record``, one file per section.
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @dataclass
@@ -47,6 +50,8 @@ class Figure:
 @dataclass
 class Report:
     figures: list[Figure] = field(default_factory=list)
+    #: ``--record``: this run's figures become the committed ones (a section does not check against them).
+    recording: bool = False
 
     def add(self, figure: Figure) -> None:
         self.figures.append(figure)
@@ -63,14 +68,23 @@ class Report:
             f"  {f.ratio:8.2f}x {word:<11} {goal}  {f.note}"
         )
 
-    def write(self, path: Path) -> None:
+    def write(self, path: Path, *, section: str | None = None) -> None:
+        """The figures (of ``section`` only, if given) as a JSON list, one object per figure."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows = [{**asdict(f), "ratio": f.ratio, "ok": f.ok} for f in self.figures]
+        rows = [{**asdict(f), "ratio": f.ratio, "ok": f.ok} for f in self.figures if section in (None, f.section)]
         path.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
 
     @property
     def missed(self) -> list[Figure]:
         return [f for f in self.figures if not f.ok]
+
+
+def recorded(section: str) -> dict[str, dict[str, Any]]:
+    """The committed figures of ``section`` (``benchmarks/results/SECTION.json``) by name; {} if none."""
+    path = RESULTS / f"{section}.json"
+    if not path.exists():
+        return {}
+    return {row["name"]: row for row in json.loads(path.read_text(encoding="utf-8"))}
 
 
 def _fmt(value: float, unit: str) -> str:

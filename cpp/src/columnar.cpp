@@ -54,11 +54,11 @@ struct Key {
 
 }  // namespace
 
-bool Reader::fail(const std::string& path, std::string problem) {
+bool Source::fail(const std::string& path, std::string problem) {
     return f_.fail_at(ErrorClass::DecodeError, path, std::move(problem));
 }
 
-bool Reader::fail(const std::string& path, std::string problem, std::string expected) {
+bool Source::fail(const std::string& path, std::string problem, std::string expected) {
     return f_.fail_at(ErrorClass::DecodeError, path, std::move(problem), std::move(expected));
 }
 
@@ -203,13 +203,13 @@ const Entry* Reader::find(const std::string& path) const {
     return it == columns_.end() ? nullptr : &it->second;
 }
 
-bool Reader::rows(const std::string& path, u128 n) {
+bool Source::rows(const std::string& path, u128 n) {
     if (n <= limit_) return true;
     return fail(path, to_string(n) + " rows without a stored column",
                 "at most " + std::to_string(limit_) + " (one per byte of the payload)");
 }
 
-bool Reader::missing(const std::string& column, u128 n, bool no_default) {
+bool Source::missing(const std::string& column, u128 n, bool no_default) {
     return fail(column, "the column is missing",
                 to_string(n) + " values" + (no_default ? " (the field has no default)" : ""));
 }

@@ -156,10 +156,10 @@ bool read_header(std::string_view data, Header& h, Error& error, std::uint16_t a
                                 "0 (none) or 1 (zstd)");
         return false;
     }
-    if ((h.flags & ~accepted_flags) != 0) {
+    if ((h.flags & ~(kFlagBlockChecksums | accepted_flags)) != 0) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%#x", h.flags);
-        error = container_error("header byte 18", std::string("unknown flags ") + buf, "0");
+        error = container_error("header byte 18", std::string("unknown flags ") + buf, "0 or 0x1 (block checksums)");
         return false;
     }
     if (h.compression == 0 && h.raw_length != h.payload_length) {
@@ -172,6 +172,73 @@ bool read_header(std::string_view data, Header& h, Error& error, std::uint16_t a
 }
 
 namespace {
+
+// The block table after the payload (spec §1.5.1), checked as §1.5.2 steps 11a-11f say: `tail` is every
+// byte of the file after the payload. On success `block_size` and `crcs` (the table's entries) are set.
+bool read_block_table(std::string_view tail, const Header& h, std::uint32_t& block_size, std::string_view& crcs,
+                      Error& error) {
+    const std::uint64_t at = static_cast<std::uint64_t>(h.header_size) + h.payload_length;
+    const std::uint64_t available = tail.size();
+    if (available < 16) {
+        error = container_error("byte " + std::to_string(at), "truncated block table: " + std::to_string(available) + " bytes",
+                                "a block table of at least 20 bytes after the payload (header flag bit 0)");
+        return false;
+    }
+    if (std::memcmp(tail.data(), "TPKB", 4) != 0) {
+        error = container_error("byte " + std::to_string(at), "block table magic is " + rt::py_bytes_repr(tail.substr(0, 4)),
+                                "b'TPKB'");
+        return false;
+    }
+    block_size = le<std::uint32_t>(tail.data() + 4);
+    const std::uint64_t count = le<std::uint64_t>(tail.data() + 8);
+    if (block_size < 512 || block_size > (1u << 24) || (block_size & (block_size - 1)) != 0) {
+        error = container_error("byte " + std::to_string(at + 4), "block size " + std::to_string(block_size),
+                                "a power of two from 512 to 16777216");
+        return false;
+    }
+    const std::uint64_t want = h.payload_length / block_size + (h.payload_length % block_size != 0);
+    if (count != want) {
+        error = container_error("byte " + std::to_string(at + 8), "block count " + std::to_string(count),
+                                std::to_string(want) + ": " + std::to_string(h.payload_length) +
+                                    " payload bytes in blocks of " + std::to_string(block_size));
+        return false;
+    }
+    const std::uint64_t size = 20 + 4 * count;
+    if (available != size) {
+        const std::string what = available < size ? "truncated block table"
+                                                  : std::to_string(available - size) + " unexpected bytes after it";
+        error = container_error("byte " + std::to_string(at + std::min(available, size)),
+                                what + ": " + std::to_string(available) + " block table bytes",
+                                std::to_string(size) + " block table bytes (" + std::to_string(count) +
+                                    " blocks), then the end of the file");
+        return false;
+    }
+    const std::size_t body = static_cast<std::size_t>(size - 4);
+    if (crc32_of(tail.substr(0, body)) != le<std::uint32_t>(tail.data() + body)) {
+        error = container_error("bytes " + std::to_string(at) + ".." + std::to_string(at + size - 1),
+                                "block table checksum mismatch: the file is corrupted");
+        return false;
+    }
+    crcs = tail.substr(16, static_cast<std::size_t>(4 * count));
+    return true;
+}
+
+// Every block of the stored payload against its entry (spec §1.5.2 step 12a).
+bool check_blocks(std::string_view stored, const Header& h, std::uint32_t block_size, std::string_view crcs,
+                  Error& error) {
+    const std::size_t count = crcs.size() / 4;
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t first = i * block_size;
+        const std::string_view block = stored.substr(first, block_size);
+        if (crc32_of(block) != le<std::uint32_t>(crcs.data() + 4 * i)) {
+            const std::uint64_t start = h.header_size + static_cast<std::uint64_t>(first);
+            error = container_error("bytes " + std::to_string(start) + ".." + std::to_string(start + block.size() - 1),
+                                    "block " + std::to_string(i) + " checksum mismatch: the file is corrupted");
+            return false;
+        }
+    }
+    return true;
+}
 
 struct DctxFree {
     void operator()(ZSTD_DCtx* d) const noexcept { ZSTD_freeDCtx(d); }
@@ -307,7 +374,15 @@ bool unpack(std::string_view data, const Limits& limits, const DictionaryFolder&
                                 std::to_string(h.payload_length) + " payload bytes");
         return false;
     }
-    if (static_cast<std::uint64_t>(available) > h.payload_length) {
+    std::uint32_t block_size = 0;
+    std::string_view crcs;
+    const bool blocks = (h.flags & kFlagBlockChecksums) != 0;
+    if (blocks) {
+        if (!read_block_table(data.substr(static_cast<std::size_t>(start + h.payload_length)), h, block_size, crcs,
+                              error)) {
+            return false;
+        }
+    } else if (static_cast<std::uint64_t>(available) > h.payload_length) {
         error = container_error("byte " + std::to_string(start + h.payload_length),
                                 std::to_string(static_cast<std::uint64_t>(available) - h.payload_length) +
                                     " unexpected bytes after the payload",
@@ -319,6 +394,8 @@ bool unpack(std::string_view data, const Limits& limits, const DictionaryFolder&
         error = container_error("bytes " + std::to_string(start) + "..", "payload checksum mismatch: the file is corrupted");
         return false;
     }
+    // the payload's CRC matched: a block that does not is a forged table (§1.5.2 step 12a)
+    if (blocks && !check_blocks(stored, h, block_size, crcs, error)) return false;
     if (h.raw_length > limits.max_decompressed) {
         error = container_error("header byte 32",
                                 "declared size " + std::to_string(h.raw_length) + " bytes exceeds the limit of " +

@@ -135,7 +135,7 @@ bool read_document(std::string_view data, const ReadOptions& options, current::D
             error = Error{ErrorClass::InputError, "header byte 16",
                           std::string("codec ") + std::to_string(header.codec) + " (" + codec_name(header.codec) +
                               ") is not read by tracepack-cpp yet",
-                          "0 (json), 1 (msgpack), 2 (flatbuffers-rows) or 3 (columnar)", true};
+                          "0 (json), 1 (msgpack), 2 (flatbuffers-rows), 3 (columnar) or 4 (flatbuffers-columns)", true};
             return false;
         }
         error = framed(failure, header.codec);

@@ -108,6 +108,22 @@ class PathRewriter:
         self.counts.clear()
 
 
+#: A strict export's ``nn_module_stack`` keys and ``from_node`` graph ids are Python object ids, and
+#: its targets print function addresses (``<function relu at 0x7f...>``): memory addresses, different
+#: on every run. Each distinct one becomes ``140000000000000 + n`` / ``0x7f0000000000 + n`` (first
+#: seen first). No other number in these programs has 13 digits or more.
+_OBJECT_ID = re.compile(rb"(?<![0-9.])[1-9][0-9]{12,15}(?![0-9.])")
+_ADDRESS = re.compile(rb"0x[0-9a-f]{9,16}\b")
+
+
+def stable_ids(data: bytes) -> bytes:
+    """``data`` with object ids and addresses numbered in order of appearance (deterministic)."""
+    ids: dict[bytes, bytes] = {}
+    data = _OBJECT_ID.sub(lambda m: ids.setdefault(m.group(), b"%d" % (140000000000000 + len(ids))), data)
+    addresses: dict[bytes, bytes] = {}
+    return _ADDRESS.sub(lambda m: addresses.setdefault(m.group(), b"0x%x" % (0x7F0000000000 + len(addresses))), data)
+
+
 def check_clean(label: str, data: bytes) -> None:
     """Fail if ``data`` still names a machine path."""
     leaks = [p.decode() for p in FORBIDDEN if p in data]

@@ -492,7 +492,7 @@ def pack(
             raise UsageError(f"zstd level {level} is out of range", where="level", expected="-7..22")
         if zstd_dict is not None:
             dict_id = zstd_dict.dict_id()
-            cctx = zstandard.ZstdCompressor(level=level, dict_data=dictionaries.compression_dict(zstd_dict, level))
+            cctx = dictionaries.compressor(zstd_dict, level, len(payload))
         else:
             cctx = zstandard.ZstdCompressor(level=level)
         stored = cctx.compress(payload)

@@ -35,7 +35,7 @@ __all__ = [
     "DictionarySpec",
     "by_id",
     "default_for",
-    "compression_dict",
+    "compressor",
     "describe",
     "dictionary_path",
     "get",
@@ -67,6 +67,14 @@ class DictionarySpec:
     trained_at: str = ""
     #: Why the dictionary is not shipped (superseded before any submitted build had it); empty when it is.
     withdrawn: str = ""
+    #: The codecs whose payloads of the member ``tracepack pack`` / ``tracepack.torch.save`` write for each
+    #: training program follow that program's samples (torch-export-8 on: what the defaults write).
+    members: tuple[str, ...] = ()
+    #: Where its training inputs are recorded (``sha256sum`` lines of the programs, beside the programs
+    #: themselves as ``NAME.tar.zst``), from the repository root, and that record's sha256; empty for the
+    #: dictionaries trained before inputs were recorded. ``make dictionary-check`` retrains from them.
+    inputs: str = ""
+    inputs_sha256: str = ""
 
 
 _PACKAGE: Final = "tracepack.data.zstd"
@@ -173,6 +181,22 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         "MessagePack once; 512 KiB, k=2048",
         trained_at="9405b5f (its importer and codecs; dictionary_models.py and this entry as of d7339c2)",
     ),
+    DictionarySpec(
+        name="torch-export-8",
+        dict_id=0x54504B08,
+        file="torch-export-8.dict",
+        sha256="162dea7371eaeb4a97525ed4ad62c2aa8f41ef591c466ca618ceb0777e65ce53",
+        size=512 * 1024,
+        k=2048,
+        codecs=("columnar", "msgpack", "columnar", "flatbuffers-columns", "flatbuffers-columns"),
+        members=("columnar", "msgpack", "flatbuffers-columns"),
+        doc="the programs of torch-export-7 retrained with the code that ships it (reproducible: make "
+        "dictionary-check), what the defaults write: each program in the codecs convert weighs and the member "
+        "pack and tracepack.torch.save write for it in each of them; 512 KiB, k=2048",
+        trained_at="the commit that adds torch-export-8.dict (make dictionary-check finds it with git)",
+        inputs="scripts/torch/dictionary_corpus/torch-export-8.sha256",
+        inputs_sha256="e17970409cf6f04d7a8924afb103485a1a0443122a5dd2923bb7b545c75b6cb3",
+    ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).
 TRAINING: Final = [d for d in BUILTIN if d.name.startswith("torch-export-") and not d.withdrawn][-1]
@@ -233,23 +257,49 @@ def _load(spec: DictionarySpec) -> zstandard.ZstdCompressionDict:
     return out
 
 
+def _params(level: int, size: int, dict_size: int) -> zstandard.ZstdCompressionParameters:
+    """The parameters zstd itself uses at ``level`` for ``size`` bytes with a dictionary of ``dict_size``."""
+    return zstandard.ZstdCompressionParameters.from_level(
+        level, source_size=size, dict_size=dict_size, write_dict_id=True, write_content_size=True
+    )
+
+
 @cache
-def _for_level(spec: DictionarySpec, level: int) -> zstandard.ZstdCompressionDict:
+def _prepared(spec: DictionarySpec, key: tuple[int, ...]) -> zstandard.ZstdCompressionDict:
     data = _load(spec).as_bytes()
     out = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
-    out.precompute_compress(level=level)
+    window, hash_log, chain, search, min_match, target, strategy = key
+    out.precompute_compress(
+        compression_params=zstandard.ZstdCompressionParameters(
+            window_log=window,
+            hash_log=hash_log,
+            chain_log=chain,
+            search_log=search,
+            min_match=min_match,
+            target_length=target,
+            strategy=strategy,
+            write_dict_id=True,
+            write_content_size=True,
+        )
+    )
     return out
 
 
-def compression_dict(zdict: zstandard.ZstdCompressionDict, level: int) -> zstandard.ZstdCompressionDict:
-    """``zdict`` ready to compress at ``level``: for a built-in dictionary, a copy whose compression
-    tables are computed once per level and kept (preparing a 128 KiB dictionary for zstd -19 takes
-    tens of milliseconds, far more than compressing a small document); others as given. The bytes
-    written are the same."""
+def compressor(zdict: zstandard.ZstdCompressionDict, level: int, size: int) -> zstandard.ZstdCompressor:
+    """A compressor for ``size`` bytes at ``level`` with ``zdict``, writing what zstd writes with that
+    dictionary (``ZstdCompressor(level=level, dict_data=zdict)``, the parameters zstd picks for the size).
+
+    A built-in dictionary's compression tables are computed once per parameter set and kept (preparing a
+    512 KiB dictionary for zstd -19 takes tens of milliseconds, far more than compressing a small
+    document); the parameters are the ones zstd derives from the level, the size and the dictionary's
+    size, so the bytes do not change (a dictionary prepared for the level alone, as builds before issue 26
+    did, compressed some payloads 1-7% larger). Other dictionaries are used as given."""
     spec = _BY_ID.get(zdict.dict_id())
     if spec is None or zdict is not _load(spec):
-        return zdict
-    return _for_level(spec, level)
+        return zstandard.ZstdCompressor(level=level, dict_data=zdict)
+    p = _params(level, size, len(zdict.as_bytes()))
+    key = (p.window_log, p.hash_log, p.chain_log, p.search_log, p.min_match, p.target_length, p.strategy)
+    return zstandard.ZstdCompressor(compression_params=p, dict_data=_prepared(spec, key))
 
 
 def by_id(dict_id: int) -> zstandard.ZstdCompressionDict | None:

@@ -19,7 +19,6 @@ InputError            2           anything wrong with what the user gave us
   VersionError        2           a schema/container/legacy version we cannot
                                   read (or write, for ``--to-version``)
   DecodeError         2           a payload that does not match the schema
-                                  (also a ``ValueError``, like msgspec's)
     IntegrityError    2           references out of range, trie cycles,
                                   duplicate table entries
   LegacyFormatError   2           torch ``model.json`` / ``.pt2`` / ``.pt``
@@ -31,6 +30,13 @@ InputError            2           anything wrong with what the user gave us
                                   finds nothing (also a ``KeyError``)
 EncodeError           1           we could not encode a document
 ====================  ==========  ==========================================
+
+Every error about bad input *bytes* (``ContainerError``, ``VersionError``, ``DecodeError``,
+``LegacyFormatError``, ``SchemaError`` and their subclasses) is also a :class:`ValueError`, as
+``json``, ``msgspec`` and ``pickle`` users expect: ``except ValueError`` around ``tracepack.loads``
+catches every damaged or foreign file. ``UsageError`` (bad arguments from the caller's code, not the
+file) is not a ``ValueError``: its ``NotFoundError`` is a ``KeyError``, and a lookup that misses is
+not a damaged file. Code that wants everything the user can fix catches ``InputError``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ __all__ = [
     "InputError",
     "IntegrityError",
     "LegacyFormatError",
+    "NOT_DECODE_ERRORS",
     "NotFoundError",
     "SchemaError",
     "TracepackError",
@@ -106,12 +113,12 @@ class InputError(TracepackError):
     exit_code = 2
 
 
-class ContainerError(InputError):
-    """The ``.tpk`` container is damaged: magic, header, length, checksum, limits."""
+class ContainerError(InputError, ValueError):
+    """The ``.tpk`` container is damaged: magic, header, length, checksum, limits (a ``ValueError``)."""
 
 
-class VersionError(InputError):
-    """A version this build cannot read or write."""
+class VersionError(InputError, ValueError):
+    """A version this build cannot read or write (a ``ValueError``)."""
 
 
 class DecodeError(InputError, ValueError):
@@ -126,20 +133,22 @@ class IntegrityError(DecodeError):
     """A decoded document breaks an invariant: reference out of range, trie cycle, duplicate."""
 
 
-class LegacyFormatError(InputError):
-    """A torch artifact (``model.json``, ``.pt2``, ``.pt``, ``debug_pkl``) we cannot read."""
+class LegacyFormatError(InputError, ValueError):
+    """A torch artifact (``model.json``, ``.pt2``, ``.pt``, ``debug_pkl``) we cannot read (a ``ValueError``)."""
 
 
 class UnsafePickleError(LegacyFormatError):
     """A pickle asked for something a data-only reader never does (import, call, build)."""
 
 
-class SchemaError(InputError):
-    """A schema file (``schema/*.toml``) is invalid."""
+class SchemaError(InputError, ValueError):
+    """A schema file (``schema/*.toml``) is invalid (a ``ValueError``)."""
 
 
 class UsageError(InputError):
-    """Bad arguments: wrong option values, a node that does not exist, and so on."""
+    """Bad arguments: wrong option values, a node that does not exist, and so on.
+
+    Not a ``ValueError`` (see the module docstring): the caller's arguments, not the file's bytes."""
 
 
 class NotFoundError(UsageError, KeyError):
@@ -166,6 +175,11 @@ def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> str:
     """`` (did you mean 'a', 'b'?)`` for the close matches of ``name`` among ``candidates``, else ``""``."""
     close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+#: The errors about input bytes that are ``ValueError``s besides :class:`DecodeError` (since issue 26): code
+#: that turns a ``ValueError`` of a library into one of tracepack's re-raises these first, unchanged.
+NOT_DECODE_ERRORS: tuple[type[InputError], ...] = (ContainerError, VersionError, LegacyFormatError, SchemaError)
 
 
 class EncodeError(TracepackError):

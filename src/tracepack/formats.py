@@ -16,7 +16,7 @@ from typing import Any
 import zstandard
 
 from tracepack.document import Document
-from tracepack.errors import ContainerError, InputError
+from tracepack.errors import ContainerError
 
 __all__ = ["EXPECTED", "ZstdDict", "describe", "read_document", "sniff", "zstd_dictionary"]
 
@@ -95,7 +95,8 @@ def read_document(
     max_size: int | None = None,
     validate: bool = True,
 ) -> Document:
-    """Any supported file's bytes as a Document (see the module docs); InputError names what it is instead."""
+    """Any supported file's bytes as a Document (see the module docs); for anything else a
+    ContainerError (an InputError and a ValueError) names what the bytes are instead."""
     import tracepack
 
     kind = sniff(data)
@@ -111,7 +112,7 @@ def read_document(
         pte: Any = importlib.import_module("tracepack.torch.executorch.pte")
         return pte.pte_document(pte.read_pte(data, source=source), source=source)  # type: ignore[no-any-return]
     if kind == "etdump":
-        raise InputError(
+        raise ContainerError(
             "an ExecuTorch ETDump (a profile, not a program): annotate it with `tracepack annotate ETDUMP --with "
             "ARTIFACT`",
             source=source,

@@ -22,6 +22,11 @@ The filters, all optional and combined with *and*:
     ``/FILE``.
 ``match``
     a regular expression searched for in the node's name.
+
+A TorchScript or mobile (lite-interpreter) file has no graph nodes: its rows are its **debug handles**
+(:class:`HandleView`, what the runtime names in ``debug_handles:{N}``), each with its op
+(``aten::linear``), module path and source line, filtered the same way (``--op linear``,
+``aten.linear`` and ``aten::linear`` all match ``aten::linear``); the row's name is the handle number.
 """
 
 from __future__ import annotations
@@ -34,7 +39,18 @@ from typing import Any, Protocol
 from tracepack.errors import UsageError
 from tracepack.traces import FrameKey, ModuleKey
 
-__all__ = ["NodeFilter", "NodeRow", "find_nodes", "is_library_file", "module_path", "node_row", "parse_source"]
+__all__ = [
+    "HandleView",
+    "NodeFilter",
+    "NodeRow",
+    "find_nodes",
+    "handle_views",
+    "is_library_file",
+    "module_path",
+    "node_row",
+    "parse_source",
+    "rows_of",
+]
 
 
 class _Reader(Protocol):
@@ -105,7 +121,7 @@ class NodeFilter:
         """Whether ``node`` passes; ``path`` is its module path when the caller already has it."""
         if self.match is not None and re.search(self.match, node.name) is None:
             return False
-        if not self._op_matches(node.target):
+        if not self._op_matches(node.target):  # a handle's op too: aten::linear
             return False
         if self.module is not None and not self._module_matches(_node_module_path(node) if path is None else path):
             return False
@@ -126,10 +142,12 @@ class NodeRow:
     #: the innermost frame outside installed libraries (site-packages, dist-packages): the user's line
     user_source: tuple[str, int, str, str] | None
     stack_depth: int
+    #: the debug handle, for a TorchScript or mobile file's row (its ``name`` is the number); None for a node
+    handle: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         src = self.source
-        return {
+        out = {
             "index": self.index,
             "name": self.name,
             "target": self.target,
@@ -139,6 +157,9 @@ class NodeRow:
             "user_source": _frame_json(self.user_source),
             "stack_depth": self.stack_depth,
         }
+        if self.handle is not None:
+            out["handle"] = self.handle
+        return out
 
 
 def _frame_json(f: tuple[str, int, str, str] | None) -> dict[str, Any] | None:
@@ -157,8 +178,52 @@ def _node_module_path(node: Any) -> str:
     return module_path(node.modules)
 
 
+class HandleView:
+    """One debug handle of a TorchScript or mobile document, as :func:`find_nodes` lists it: ``name`` is the
+    handle number, ``target`` its op (``aten::linear``), ``frames`` its inlined call stack (outermost first)
+    and ``modules`` its module path (``TOP(M)::forward.blocks(Sequential)::forward...``)."""
+
+    __slots__ = ("_doc", "handle", "index")
+
+    def __init__(self, doc: Any, index: int) -> None:
+        self._doc = doc
+        self.index = index
+        self.handle: int = doc.raw.debug_handles.handle[index]
+
+    @property
+    def name(self) -> str:
+        return str(self.handle)
+
+    @property
+    def target(self) -> str:
+        return str(self._doc.raw.strings[self._doc.raw.debug_handles.op[self.index]])
+
+    @property
+    def frames(self) -> list[FrameKey]:
+        frames: list[FrameKey] = self._doc.frames(self._doc.raw.debug_handles.stack[self.index])
+        return frames
+
+    @property
+    def modules(self) -> list[ModuleKey]:
+        modules: list[ModuleKey] = self._doc.modules(self._doc.raw.debug_handles.module[self.index])
+        return modules
+
+
+def handle_views(doc: Any) -> Iterator[HandleView]:
+    """Every debug handle of ``doc`` (an eager :class:`~tracepack.Document`), by handle."""
+    raw = getattr(doc, "raw", None)
+    table = getattr(raw, "debug_handles", None)
+    return (HandleView(doc, i) for i in range(len(table.handle) if table is not None else 0))
+
+
+def rows_of(doc: Any) -> Iterator[Any]:
+    """What ``tracepack nodes`` lists of ``doc``: its graph nodes, or, for a TorchScript or mobile file (no
+    graph nodes), its debug handles."""
+    return doc.nodes() if len(doc) or getattr(doc, "raw", None) is None else handle_views(doc)
+
+
 def node_row(node: Any) -> NodeRow:
-    """A node view as a :class:`NodeRow`."""
+    """A node (or :class:`HandleView`) as a :class:`NodeRow`."""
     keys: list[ModuleKey] = node.modules
     frames = node.frames
     last = frames[-1] if frames else None
@@ -172,12 +237,14 @@ def node_row(node: Any) -> NodeRow:
         source=None if last is None else (last.file, last.line, last.name, last.text),
         user_source=None if user is None else (user.file, user.line, user.name, user.text),
         stack_depth=len(frames),
+        handle=node.handle if isinstance(node, HandleView) else None,
     )
 
 
 def find_nodes(doc: _Reader, where: NodeFilter | None = None) -> Iterator[NodeRow]:
-    """The nodes of ``doc`` that pass ``where`` (all of them without one), in graph order."""
-    for node in doc.nodes():
+    """The nodes of ``doc`` that pass ``where`` (all of them without one), in graph order; for a TorchScript
+    or mobile file, its debug handles (:func:`rows_of`)."""
+    for node in rows_of(doc):
         if where is None:
             yield node_row(node)
             continue

@@ -186,13 +186,53 @@ def test_convert_torch_default_is_the_smallest_with_the_builtin_dictionary(name:
     assert read_header(again.read_bytes()).dict_id == 0
 
 
-@pytest.mark.parametrize("level", [3, 19])
-def test_prepared_builtin_writes_the_same_bytes_as_zstd(level: int) -> None:
-    """The per-level prepared copy of a built-in dictionary changes speed, not bytes."""
-    doc = import_model_json(_model_json(CORPUS / "helpers.pt2"))
-    data = tracepack.dumps(doc, codec="columnar", level=level, zstd_dict=dictionaries.DEFAULT)
-    plain = tracepack.dumps(doc, codec="columnar", compression="none")[HEADER_SIZE:]
+@pytest.mark.parametrize("level", [1, 3, 9, 15, 19])
+@pytest.mark.parametrize("name", ["helpers.pt2", "transformer_strict.pt2", "cnn.pt2"])
+def test_prepared_builtin_writes_the_same_bytes_as_zstd(level: int, name: str) -> None:
+    """The prepared copies of a built-in dictionary change speed, not bytes: every codec's payload is
+    compressed as zstd compresses it with the dictionary file (a copy prepared for the level alone, as builds
+    before issue 26 used, wrote other and often larger frames)."""
+    doc = import_model_json(_model_json(CORPUS / name))
     raw = resources.files("tracepack.data.zstd").joinpath(dictionaries.TRAINING.file).read_bytes()
     fresh = zstandard.ZstdCompressionDict(raw, dict_type=zstandard.DICT_TYPE_FULLDICT)
-    assert data[HEADER_SIZE:] == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(plain)
-    assert dictionaries.compression_dict(fresh, level) is fresh  # not a built-in object: used as given
+    for codec in ("msgpack", "columnar", "flatbuffers-columns", "json"):
+        data = tracepack.dumps(doc, codec=codec, level=level, zstd_dict=dictionaries.DEFAULT)
+        plain = tracepack.dumps(doc, codec=codec, compression="none", block_checksums=False)[HEADER_SIZE:]
+        assert data[HEADER_SIZE:] == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(plain), codec
+    other = dictionaries.compressor(fresh, level, 100)  # not a built-in object: used as given
+    assert other.compress(b"x" * 100) == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(b"x" * 100)
+
+
+def test_recorded_training_inputs_hash_as_the_spec_says() -> None:
+    """What CI checks without torch besides `make dictionary-check`: the default dictionary's recorded inputs,
+    read with the standard library's tar and zstd (not tracepack), hash as recorded, and the record as pinned."""
+    import io
+    import tarfile
+
+    spec = dictionaries.TRAINING
+    assert spec.inputs, "the default dictionary records its training inputs"
+    record = ROOT / spec.inputs
+    assert hashlib.sha256(record.read_bytes()).hexdigest() == spec.inputs_sha256
+    corpus = record.with_name(f"{spec.name}.tar.zst")
+    raw = zstandard.ZstdDecompressor().decompress(corpus.read_bytes(), max_output_size=1 << 28)
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        files = [(m.name, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+    lines = record.read_text(encoding="utf-8").splitlines()
+    assert [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in files] == lines
+    for name, data in files:
+        assert json.loads(data)["graph_module"]["graph"]["nodes"], name  # torch.export programs
+        assert b"/work/" not in data  # machine paths neutralised
+        assert b"/tmp/" not in data
+    # the training models' names are dictionary_models.MODELS, in order
+    models = (ROOT / "scripts" / "torch" / "dictionary_models.py").read_text(encoding="utf-8")
+    order = [
+        line.split('"')[1] for line in models.split("MODELS: tuple")[1].splitlines() if line.strip().startswith('("')
+    ]
+    assert [name.removesuffix(".json") for name, _ in files] == order
+
+
+def test_only_the_recorded_dictionaries_claim_reproducibility() -> None:
+    recorded = [d.name for d in dictionaries.BUILTIN if d.inputs]
+    assert dictionaries.DEFAULT in recorded
+    for spec in dictionaries.BUILTIN:
+        assert bool(spec.inputs) == bool(spec.inputs_sha256), spec.name

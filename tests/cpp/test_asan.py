@@ -15,6 +15,7 @@ import msgspec
 import tracepack
 from tests.cpp import harness
 from tests.cpp import test_damaged as damaged
+from tests.cpp import test_fbcolumns as fbcolumns
 from tests.cpp import test_hostile as hostile
 from tracepack import container
 
@@ -24,8 +25,7 @@ GOLDEN = harness.REPO / "tests" / "golden"
 def _vectors() -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = []
     for path in sorted(GOLDEN.glob("*/*.tpk")):
-        if "columns" not in path.name and "columnar" not in path.name:
-            out.append((f"golden-{path.parent.name}-{path.name}", path.read_bytes()))
+        out.append((f"golden-{path.parent.name}-{path.name}", path.read_bytes()))
     for codec in damaged.CODECS:
         for compression, zdict in (("none", None), ("zstd", None), ("zstd", "torch-export-7")):
             data = damaged._file(codec, compression, zdict)
@@ -61,6 +61,9 @@ def _vectors() -> list[tuple[str, bytes]]:
     for case in hostile.COLUMNS:
         data = container.pack(hostile.columnar_column(case), schema_version=(1, 2), codec="columnar")
         out.append((f"col-column-{case}.tpk", data))
+    for case in fbcolumns.CASES:
+        data = container.pack(fbcolumns._payload(case), schema_version=(1, 2), codec="flatbuffers-columns")
+        out.append((f"fbcol-{case}.tpk", data))
     doc = msgspec.json.decode(json_payload)
     doc["header"]["version"]["minor"] = 3
     newer = container.pack(msgspec.json.encode(doc), schema_version=(1, 3), codec="json")

@@ -22,7 +22,7 @@ from tests.cpp import harness
 from tracepack import container
 
 SAMPLE = harness.REPO / "src" / "tracepack" / "data" / "sample" / "model.json"
-CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar")
+CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 
 
 @cache
@@ -97,7 +97,9 @@ HEADER_CASES: dict[str, dict[str, int | str]] = {
     "codec 5": {"codec": 5},
     "codec 200": {"codec": 200},
     "compression 2": {"comp": 2},
-    "flags 1": {"flags": 1},
+    "flags 2": {"flags": 2},
+    "flags 3": {"flags": 3},
+    "block checksum flag toggled": {"flags": "^1"},
     "flags 0x8000": {"flags": 0x8000},
     "raw length without compression": {"rlen": 7},
     "payload length + 1": {"plen": "+1"},
@@ -115,7 +117,11 @@ HEADER_CASES: dict[str, dict[str, int | str]] = {
 def test_header_fields(cpp_bin: Path, tmp_path: Path, codec: str, case: str) -> None:
     data = _file(codec)
     plen = struct.unpack_from("<Q", data, 24)[0]
-    fields = {k: plen + int(v) if isinstance(v, str) else v for k, v in HEADER_CASES[case].items()}
+    flags = struct.unpack_from("<H", data, 18)[0]
+    fields = {
+        k: (flags ^ 1 if v == "^1" else plen + int(v)) if isinstance(v, str) else v
+        for k, v in HEADER_CASES[case].items()
+    }
     if "plen" in fields:
         fields["rlen"] = fields["plen"]
     assert _check(cpp_bin, tmp_path, "head.tpk", _rehead(data, **fields)).code == 2

@@ -80,20 +80,34 @@ def test_manifest(cpp_bin: Path, tmp_path: Path) -> None:
     assert harness.run(cpp_bin, path, env=env).stdout == want.stdout
 
 
+def _default_line() -> tuple[str, str, str]:
+    """The default dictionary's id, file name and sha256, as the test manifest lists them."""
+    d = next(d for d in dictionaries.BUILTIN if d.name == dictionaries.DEFAULT)
+    return str(d.dict_id), d.file, d.sha256
+
+
 @pytest.mark.parametrize(
-    ("edit", "expected"),
+    ("case", "expected"),
     [
-        ({"torch-export-7.dict\t47673d": "torch-export-7.dict\t00000d"}, "is damaged (checksum mismatch)"),
-        ({"torch-export-7.dict": "torch-export-7.missing"}, "is missing from this install"),
-        ({"torch-export-7.dict\t47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4\tshipped": (
-            "torch-export-7.dict\t47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4\twithdrawn")},
-         "was withdrawn before any release; no build ships it"),
-        ({"1414548231\ttorch-export-7": "1414548299\ttorch-export-7"}, "which this install does not have"),
-        ({"id\tname": "identifier\tname"}, "line 2 is not the column names"),
-        ({"\tshipped\n": "\tmaybe\n"}, "is malformed"),
+        ("sha256", "is damaged (checksum mismatch)"),
+        ("file", "is missing from this install"),
+        ("status", "was withdrawn before any release; no build ships it"),
+        ("id", "which this install does not have"),
+        ("columns", "line 2 is not the column names"),
+        ("malformed", "is malformed"),
     ],
-)  # fmt: skip
-def test_manifest_refusals(cpp_bin: Path, tmp_path: Path, edit: dict[str, str], expected: str) -> None:
+)
+def test_manifest_refusals(cpp_bin: Path, tmp_path: Path, case: str, expected: str) -> None:
+    """The default dictionary's line of the manifest changed: the C++ reader refuses as §8.2 says."""
+    ident, file, sha = _default_line()
+    edit = {
+        "sha256": {f"{file}\t{sha}": f"{file}\t00000{sha[5:]}"},
+        "file": {f"\t{file}\t": f"\t{file}.missing\t"},
+        "status": {f"{file}\t{sha}\tshipped": f"{file}\t{sha}\twithdrawn"},
+        "id": {f"{ident}\t": "1414548299\t"},
+        "columns": {"id\tname": "identifier\tname"},
+        "malformed": {f"{sha}\tshipped\n": f"{sha}\tmaybe\n"},
+    }[case]
     path = _file(dictionaries.get().dict_id(), tmp_path)
     folder = _manifest_folder(tmp_path, edit)
     env = {"TRACEPACK_ZSTD_DICT_DIR": str(folder)}

@@ -21,8 +21,8 @@ from tracepack.formats import sniff
 
 DATA = harness.REPO / "tests" / "data" / "torch"
 SAMPLE = harness.REPO / "src" / "tracepack" / "data" / "sample"
-#: the codecs the C++ reader decodes (flatbuffers-columns is not read yet).
-CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar")
+#: every codec.
+CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 #: (compression, zstd dictionary): none, zstd alone, zstd with the built-in dictionary torch documents get.
 COMPRESSIONS = (("none", None), ("zstd", None), ("zstd", "torch-export-7"))
 

@@ -17,7 +17,7 @@ from tests.cpp import harness
 from tests.strategies import documents
 from tracepack import DocumentBuilder, Tensor
 
-CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar")
+CODECS = ("json", "msgpack", "flatbuffers-rows", "columnar", "flatbuffers-columns")
 
 
 def _each_codec(cpp_bin: Path, tmp: Path, doc: tracepack.Document) -> None:

@@ -179,12 +179,18 @@ def test_node_markers_are_trusted_only_when_their_ops_agree(tmp_path: Path) -> N
     assert set(mapped) == {"op order"}
 
 
-def test_a_trace_of_something_else_is_copied_unchanged(tmp_path: Path) -> None:
+def test_a_trace_of_something_else_is_copied_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plain = json.loads(PLAIN.read_text())
     other = {"traceEvents": [e for e in plain["traceEvents"] if e.get("name") in ("aten::empty", "aten::view")]}
-    src = tmp_path / "other.json"
+    assert annotate_chrome(other, [_model_symbolicator()])["traceEvents"] == other["traceEvents"]
+    # the command refuses to call that a success: one line saying why, exit 2, nothing written
+    src, out = tmp_path / "other.json", tmp_path / "out.json"
     src.write_text(json.dumps(other))
-    assert _annotate(tmp_path, src, MODEL)["traceEvents"] == other["traceEvents"]
+    assert main(["annotate", str(src), "--with", str(MODEL), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"tracepack: nothing annotated: none of the {len(other['traceEvents'])} op events of {src}")
+    assert not out.exists()
 
 
 # -- debug (intermediate output) events -----------------------------------------------------------------

@@ -33,45 +33,76 @@ struct Entry {
     std::size_t size = 0;
 };
 
-class Reader {
+// Where the generated row building (generated/cpp/tracepack/vX_Y/columnar.cpp, spec §6.5) gets its
+// columns: the columnar codec's MessagePack columns (`Reader`, below) or the FlatBuffers column layout's
+// typed vectors (`fbcol::Columns`, fbcolumns.hpp, spec §7.3). Each leaf column is asked for once, with the
+// row count it must have, and is checked in full before a row is built from it; a failure names the
+// column's path in the reference reader's words.
+class Source {
 public:
-    Reader(rt::Failure& failure, std::size_t payload_bytes) : f_(failure), limit_(payload_bytes) {}
-
-    // Parse the payload map (§6.1); `numbers` are the column paths of every released version, by number.
-    bool parse(std::string_view payload, const char* const* numbers, std::size_t count, const Limits& limits);
+    Source(rt::Failure& failure, std::size_t payload_bytes) : f_(failure), limit_(payload_bytes) {}
+    virtual ~Source() = default;
+    Source(const Source&) = delete;
+    Source& operator=(const Source&) = delete;
 
     rt::Failure& failure() noexcept { return f_; }
 
     // Leaf columns of `n` rows (n > 0). `found` is false when the column is not stored (nothing read).
-    bool ints(const std::string& path, u128 n, std::int64_t lo, std::int64_t hi, bool delta,
-              const char* what, std::vector<std::int64_t>& out, bool& found);
-    bool uints(const std::string& path, u128 n, std::uint64_t hi, bool delta, const char* what,
-               std::vector<std::uint64_t>& out, bool& found);
-    bool floats(const std::string& path, u128 n, std::vector<double>& out, bool& found);
-    bool bools(const std::string& path, u128 n, std::vector<bool>& out, bool& found);
-    bool strings(const std::string& path, u128 n, std::vector<std::string>& out, bool& found);
-    // An enum column: values of `allowed` (delta allowed).
-    bool enums(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, const char* what,
-               std::vector<std::int64_t>& out, bool& found);
-    // A `#len` column: lengths >= 0 (delta allowed).
-    bool lengths(const std::string& path, u128 n, std::vector<std::uint64_t>& out, bool& found);
-    // A `#tag` column: variant ids of `allowed`, or nil (-1 here) when `nullable`.
-    bool tags(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, bool nullable,
-              const char* what, std::vector<std::int64_t>& out, bool& found);
+    // `delta`: whether the column may be delta-coded (§6.4; the column layout has no encodings).
+    virtual bool ints(const std::string& path, u128 n, std::int64_t lo, std::int64_t hi, bool delta,
+                      const char* what, std::vector<std::int64_t>& out, bool& found) = 0;
+    virtual bool uints(const std::string& path, u128 n, std::uint64_t hi, bool delta, const char* what,
+                       std::vector<std::uint64_t>& out, bool& found) = 0;
+    virtual bool floats(const std::string& path, u128 n, std::vector<double>& out, bool& found) = 0;
+    virtual bool bools(const std::string& path, u128 n, std::vector<bool>& out, bool& found) = 0;
+    virtual bool strings(const std::string& path, u128 n, std::vector<std::string>& out, bool& found) = 0;
+    // An enum column: values of `allowed`.
+    virtual bool enums(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, const char* what,
+                       std::vector<std::int64_t>& out, bool& found) = 0;
+    // A `#len` column: lengths >= 0.
+    virtual bool lengths(const std::string& path, u128 n, std::vector<std::uint64_t>& out, bool& found) = 0;
+    // A `#tag` column: variant ids of `allowed`, or none (-1 here) when `nullable` (nil in §6, 0 in §7).
+    virtual bool tags(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, bool nullable,
+                      const char* what, std::vector<std::int64_t>& out, bool& found) = 0;
 
     // `n` rows that no stored column counts (defaults, fieldless structs): at most one per payload byte.
     bool rows(const std::string& path, u128 n);
     // A field without a default whose own column is absent.
     bool missing(const std::string& column, u128 n, bool no_default);
 
-private:
-    const Entry* find(const std::string& path) const;
+protected:
     bool fail(const std::string& path, std::string problem);
     bool fail(const std::string& path, std::string problem, std::string expected);
-    bool forms(const std::string& path, u128 n, const Entry& e, std::vector<std::string>& out);
 
     rt::Failure& f_;
     std::size_t limit_;
+};
+
+// The columnar codec's payload (spec §6): the MessagePack map, its columns decoded on demand.
+class Reader final : public Source {
+public:
+    Reader(rt::Failure& failure, std::size_t payload_bytes) : Source(failure, payload_bytes) {}
+
+    // Parse the payload map (§6.1); `numbers` are the column paths of every released version, by number.
+    bool parse(std::string_view payload, const char* const* numbers, std::size_t count, const Limits& limits);
+
+    bool ints(const std::string& path, u128 n, std::int64_t lo, std::int64_t hi, bool delta, const char* what,
+              std::vector<std::int64_t>& out, bool& found) override;
+    bool uints(const std::string& path, u128 n, std::uint64_t hi, bool delta, const char* what,
+               std::vector<std::uint64_t>& out, bool& found) override;
+    bool floats(const std::string& path, u128 n, std::vector<double>& out, bool& found) override;
+    bool bools(const std::string& path, u128 n, std::vector<bool>& out, bool& found) override;
+    bool strings(const std::string& path, u128 n, std::vector<std::string>& out, bool& found) override;
+    bool enums(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, const char* what,
+               std::vector<std::int64_t>& out, bool& found) override;
+    bool lengths(const std::string& path, u128 n, std::vector<std::uint64_t>& out, bool& found) override;
+    bool tags(const std::string& path, u128 n, const std::vector<std::int64_t>& allowed, bool nullable,
+              const char* what, std::vector<std::int64_t>& out, bool& found) override;
+
+private:
+    const Entry* find(const std::string& path) const;
+    bool forms(const std::string& path, u128 n, const Entry& e, std::vector<std::string>& out);
+
     std::unordered_map<std::string, Entry> columns_;
 };
 

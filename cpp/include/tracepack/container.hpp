@@ -22,6 +22,9 @@ inline constexpr std::uint16_t kContainerVersion = 1;
 enum class Codec : std::uint8_t { json = 0, msgpack = 1, flatbuffers_rows = 2, columnar = 3, flatbuffers_columns = 4 };
 const char* codec_name(std::uint8_t id) noexcept;  // nullptr for an unknown id
 
+// Header flag bit 0: a block table (one CRC-32 per block of the stored payload) follows the payload (§1.5).
+constexpr std::uint16_t kFlagBlockChecksums = 1;
+
 struct Header {
     std::uint16_t container_version = 0;
     std::uint16_t header_size = 0;

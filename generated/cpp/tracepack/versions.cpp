@@ -871,6 +871,7 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 2: return v1_0::decode_flatbuffers_rows(payload, doc, failure);
             case 3: return v1_0::decode_columnar(payload, doc, failure, limits, kColumnPaths,
                                                 236);
+            case 4: return v1_0::decode_flatbuffers_columns(payload, doc, failure);
             default: supported = false; return false;
         }
     }
@@ -882,6 +883,7 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 2: return v1_1::decode_flatbuffers_rows(payload, doc, failure);
             case 3: return v1_1::decode_columnar(payload, doc, failure, limits, kColumnPaths,
                                                 236);
+            case 4: return v1_1::decode_flatbuffers_columns(payload, doc, failure);
             default: supported = false; return false;
         }
     }
@@ -893,6 +895,7 @@ bool decode_payload(SchemaVersion version, std::uint8_t codec, std::string_view 
             case 2: return v1_2::decode_flatbuffers_rows(payload, doc, failure);
             case 3: return v1_2::decode_columnar(payload, doc, failure, limits, kColumnPaths,
                                                 236);
+            case 4: return v1_2::decode_flatbuffers_columns(payload, doc, failure);
             default: supported = false; return false;
         }
     }

@@ -30,7 +30,7 @@ from tracepack.cli._common import (
     write_output,
     zstd_dict,
 )
-from tracepack.codecs import TORCH_CANDIDATES, choose
+from tracepack.codecs import AUTO, TORCH_CANDIDATES, encode_best
 from tracepack.errors import TracepackError, UsageError
 
 
@@ -69,10 +69,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """Convert ``src`` into ``dst``: what was written (``--json``'s form) and the line that says so."""
-    import tracepack
-    from tracepack import dictionaries
     from tracepack.codecs import resolve
-    from tracepack.container import MAGIC, read_header
+    from tracepack.container import MAGIC
     from tracepack.formats import read_document
 
     with Stages(display(src), 4) as stages:
@@ -86,39 +84,31 @@ def _convert(src: str, dst: str, args: argparse.Namespace) -> tuple[dict[str, An
         if doc is None:
             doc = read_document(raw, source=display(src), zstd_dict=zdict if is_tpk else None)
         torch_input = not is_tpk
-        if torch_input and args.zstd_dict is None and args.compression == "zstd":
-            zdict = dictionaries.get(dictionaries.default_for(doc))  # built in: readers need no file
-        # --codec flatbuffers is the column layout: reported (and in inspect) as flatbuffers-columns
-        # for torch inputs codecs.choose picks one: the smallest file, or a faster codec's within 5% of it
+        # --codec flatbuffers is the column layout: reported (and in inspect) as flatbuffers-columns.
+        # Torch inputs: codecs.encode_best weighs the candidates (the smallest file, or a faster codec's
+        # within 5% of it), at the level for the payload's size, with the built-in dictionary.
         codecs = [resolve(args.codec)] if args.codec else list(TORCH_CANDIDATES) if torch_input else ["msgpack"]
+        chosen_dict: Any = zdict
+        if torch_input and args.zstd_dict is None:
+            chosen_dict = AUTO  # built in: readers need no file
         version = parse_version(args.to_version)
         stages.step(f"encoding ({', '.join(codecs)})")
-        written = {
-            codec: tracepack.dumps(
-                doc,
-                codec=codec,
-                compression=args.compression,
-                level=args.level,
-                zstd_dict=zdict,
-                version=version,
-                block_checksums=args.block_checksums,
-            )
-            for codec in codecs
-        }
-        codec = choose({c: len(d) for c, d in written.items()}, tuple(codecs))
-        data = written[codec]
+        encoded = encode_best(
+            doc,
+            codecs=codecs,
+            compression=args.compression,
+            level=args.level,
+            zstd_dict=chosen_dict,
+            version=version,
+            block_checksums=args.block_checksums,
+        )
+        data = encoded.data
         stages.step("writing")
         write_output(dst, data, force=args.force, durable=args.fsync)
-    used = ""
-    if zdict is not None and args.compression == "zstd":
-        used = f", dictionary {dictionaries.describe(zdict.dict_id())}"
-    blocks = read_header(data).block_checksums
-    if blocks:
-        used += ", block checksums"
     info = {"input": display(src), "output": dst, "bytes": len(data), "input_bytes": input_bytes, "nodes": len(doc)}
-    info |= {"codec": codec, "compression": args.compression, "zstd_dict_id": 0 if zdict is None else zdict.dict_id()}
-    info["block_checksums"] = blocks
-    return info, f"wrote {dst}: {len(data)} bytes ({codec}, {args.compression}{used})"
+    info |= {"codec": encoded.codec, "compression": args.compression, "zstd_dict_id": encoded.dict_id}
+    info |= {"level": encoded.level, "block_checksums": encoded.block_checksums}
+    return info, f"wrote {dst}: {len(data)} bytes ({encoded.describe()})"
 
 
 def _as_written(doc: Any, written: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
@@ -366,7 +356,12 @@ def register(sub: Any) -> None:
         "flatbuffers-columns, or the faster one when within 5%% of it; else msgpack)",
     )
     c.add_argument("--compression", choices=list(COMPRESSIONS), default="zstd", help="default zstd")
-    c.add_argument("--level", type=int, default=3, help="zstd level, -7..22 (default 3)")
+    c.add_argument(
+        "--level",
+        type=int,
+        default=None,
+        help="zstd level, -7..22 (default: by payload size, 19 up to 1 MiB, 9 up to 16 MiB, 3 beyond)",
+    )
     c.add_argument(
         "--zstd-dict",
         metavar="FILE|NAME",

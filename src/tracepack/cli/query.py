@@ -65,18 +65,27 @@ def _why_nothing(doc: Any, where: Any, name: str) -> None:
     """Nothing matched: when a filter names an op or module the file does not have, say so on stderr,
     with the close ones (the output itself stays empty, as grep's does)."""
     from tracepack.errors import did_you_mean
-    from tracepack.query import module_path
+    from tracepack.query import module_path, rows_of
 
+    rows = list(rows_of(doc))
+    if not rows:
+        what = "a TorchScript archive without mobile debug info: its source ranges are in `tracepack cat`"
+        print(
+            f"tracepack: {name}: no graph nodes and no debug handles"
+            + (f" ({what})" if doc.raw.ranges.start[1:] else ""),
+            file=sys.stderr,
+        )
+        return
     notes = []
     if where.op is not None:
         from tracepack.analysis.ops import op_matches, op_words, profiler_name
 
-        targets = {n.target for n in doc.nodes()}
+        targets = {n.target for n in rows}
         if not any(op_matches(where.op, t) for t in targets):
             ops = {w for t in targets for w in (t, profiler_name(t), *op_words(t))}
             notes.append(f"no op {where.op!r}{did_you_mean(where.op, sorted(ops))}")
     if where.module:
-        paths = {module_path(n.modules) for n in doc.nodes()}
+        paths = {module_path(n.modules) for n in rows}
         prefixes = {".".join(p.split(".")[:k]) for p in paths for k in range(1, p.count(".") + 2)}
         if where.module not in prefixes:
             notes.append(f"no module {where.module!r}{did_you_mean(where.module, sorted(prefixes))}")

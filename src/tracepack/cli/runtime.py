@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tracepack.cli._common import EXIT_OK, add_fsync, read
-from tracepack.errors import InputError, UsageError
+from tracepack.errors import LegacyFormatError, UsageError
 
 
 def _instruction(text: str) -> tuple[int, int]:
@@ -67,15 +67,25 @@ def cmd_symbolicate(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     """``tracepack annotate PROFILE --with ARTIFACT [-o OUT.json] [--by module]``."""
     from tracepack.container import atomic_write
-    from tracepack.runtime.artifacts import open_artifact
-    from tracepack.runtime.profile import annotate_chrome, annotate_etdump, module_summary, render_summary
+    from tracepack.runtime.artifacts import open_artifact, open_exported_program
+    from tracepack.runtime.profile import (
+        annotate_chrome,
+        annotate_etdump,
+        annotated,
+        module_summary,
+        nothing_annotated,
+        render_summary,
+        runtime_ids,
+    )
+    from tracepack.runtime.symbols import pick
     from tracepack.torch.executorch.etdump import is_etdump, read_etdump
 
     if args.output is None and args.by is None:
         raise UsageError("nothing to do", expected="-o OUT.json and/or --by module")
     syms = open_artifact(args.artifact, methods=[args.method] if args.method else None)
     data = read(args.profile)
-    if is_etdump(data):
+    etdump, method = is_etdump(data), args.method
+    if etdump:
         trace = annotate_etdump(
             read_etdump(data, source=args.profile), syms, method=args.method, time_unit=args.time_unit
         )
@@ -83,15 +93,24 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         try:
             value = json.loads(data)
         except (ValueError, UnicodeDecodeError):
-            raise InputError(
+            raise LegacyFormatError(
                 "not a profile tracepack reads",
                 source=args.profile,
                 expected="an ExecuTorch ETDump or a Chrome trace (JSON)",
             ) from None
-        trace = annotate_chrome(value, syms, method=args.method, source=args.profile)
+        if not runtime_ids(value):
+            # An eager torch.profiler trace: matched to the ATen program's nodes, which an ETRecord keeps
+            # beside its edge methods (what to_edge lowered), as a .pt2 holds it.
+            aten = open_exported_program(args.artifact)
+            if aten is not None:
+                syms, method = [aten], None
+        trace = annotate_chrome(value, syms, method=method, source=args.profile)
+    n = annotated(trace)
+    if not n:  # success with nothing done is never right: say why, write nothing
+        why = nothing_annotated(trace, pick(syms, method), profile=args.profile, artifact=args.artifact, etdump=etdump)
+        raise UsageError(why)
     if args.output is not None:
         atomic_write(args.output, json.dumps(trace, separators=(",", ":")).encode(), durable=args.fsync)
-        n = sum(1 for e in trace["traceEvents"] if "module_path" in (e.get("args") or {}))
         print(f"wrote {args.output}: {len(trace['traceEvents'])} events, {n} annotated", file=sys.stderr)
     if args.by == "module":
         print(render_summary(module_summary(trace)))

@@ -28,23 +28,35 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from tracepack.errors import ContainerError, UsageError
 
+if TYPE_CHECKING:
+    import zstandard
+
+    from tracepack.document import Document
+
 __all__ = [
     "ALIASES",
+    "AUTO",
     "CHOICE_MARGIN",
     "CODECS",
     "CODEC_IDS",
+    "LEVELS",
     "TORCH_CANDIDATES",
+    "TRIAL_LEVEL",
+    "TRIAL_MARGIN",
     "WRITE_NAMES",
+    "Encoded",
     "choose",
     "codec_by_id",
     "codec_by_name",
+    "encode_best",
     "forms_loops",
+    "level_for",
     "resolve",
 ]
 
@@ -123,6 +135,125 @@ def choose(sizes: Mapping[str, int], order: tuple[str, ...] = TORCH_CANDIDATES) 
         raise ValueError(f"no size for any of {', '.join(order)}")
     smallest = min(sizes[c] for c in candidates)
     return next(c for c in candidates if sizes[c] <= smallest * (1 + CHOICE_MARGIN))
+
+
+#: The zstd level a payload is compressed at by default, by its uncompressed size: ``(up to this many
+#: bytes, level)``, first match; larger payloads get the last level. Level 19 costs at most ~70 ms on a
+#: 1 MiB columnar payload (a 10,243-node program) and gives files half the size of level 3 at a few hundred
+#: nodes; past 1 MiB its cost grows to seconds (a 2 MB MessagePack payload: 0.7 s), level 9 stays at
+#: tens of milliseconds (docs/size.md#default-level).
+LEVELS: Final[tuple[tuple[int, int], ...]] = ((1 << 20, 19), (16 << 20, 9), (1 << 62, 3))
+#: The level every candidate is first compressed at when several are weighed (it costs well under a
+#: millisecond per 100 KB), and how much larger than the smallest trial a candidate may be to be compressed
+#: again at its own level: the others cannot come within :data:`CHOICE_MARGIN` of the smallest there.
+TRIAL_LEVEL: Final = 3
+TRIAL_MARGIN: Final = 0.25
+#: ``zstd_dict=AUTO``: the built-in dictionary for the document (:func:`tracepack.dictionaries.default_for`).
+AUTO: Final = "auto"
+
+
+def level_for(size: int) -> int:
+    """The zstd level :func:`encode_best` compresses a payload of ``size`` uncompressed bytes at (:data:`LEVELS`)."""
+    return next((level for limit, level in LEVELS if size <= limit), LEVELS[-1][1])
+
+
+class Encoded(NamedTuple):
+    """What :func:`encode_best` wrote: the container bytes and how they were made."""
+
+    codec: str
+    compression: str
+    #: The zstd level (0 when uncompressed).
+    level: int
+    #: The zstd dictionary id in the header (0: none).
+    dict_id: int
+    data: bytes
+
+    @property
+    def block_checksums(self) -> bool:
+        """Whether the file has a block table (container flag bit 0)."""
+        from tracepack.container import read_header
+
+        return read_header(self.data).block_checksums
+
+    def describe(self) -> str:
+        """``columnar, zstd -19, dictionary 1414548232 (torch-export-8)`` (or ``msgpack, none``, and
+        ``, block checksums`` when the file has them): what ``convert`` prints."""
+        from tracepack import dictionaries
+
+        blocks = ", block checksums" if self.block_checksums else ""
+        if self.compression == "none":
+            return f"{self.codec}, none{blocks}"
+        used = f", dictionary {dictionaries.describe(self.dict_id)}" if self.dict_id else ""
+        return f"{self.codec}, {self.compression} -{self.level}{used}{blocks}"
+
+
+def encode_best(
+    doc: Document,
+    *,
+    codecs: Sequence[str] = TORCH_CANDIDATES,
+    compression: str = "zstd",
+    level: int | None = None,
+    zstd_dict: zstandard.ZstdCompressionDict | str | None = AUTO,
+    version: tuple[int, int] | None = None,
+    block_checksums: bool | None = None,
+) -> Encoded:
+    """``doc`` as container bytes with tracepack's defaults: what ``tracepack convert`` writes for a torch
+    input, and ``tracepack.torch.save`` and ``tracepack pack`` for their member.
+
+    * codec: each of ``codecs`` (fastest first) is encoded, and :func:`choose` keeps the smallest file,
+      or a faster codec's file within :data:`CHOICE_MARGIN` of it;
+    * level: ``level``, or by each payload's size (:func:`level_for`: 19 up to 1 MiB, 9 up to 16 MiB, 3
+      beyond). With several candidates, each is first compressed at :data:`TRIAL_LEVEL`, and only those
+      within :data:`TRIAL_MARGIN` of the smallest are compressed again at their level, so a big document
+      pays level 19 (or 9) once, not once per codec;
+    * dictionary: ``zstd_dict`` (a dictionary, a built-in's name or None); :data:`AUTO` is the built-in one
+      for the document (:func:`tracepack.dictionaries.default_for`), which readers need no file for;
+    * ``block_checksums`` as :func:`tracepack.container.pack` takes it (``None``: on for uncompressed
+      FlatBuffers only), orthogonal to the rest: the choice weighs the files as written, tables included.
+
+    The bytes depend on the document and these rules only (not on timing), so a conversion is repeatable.
+    """
+    from tracepack import container, dictionaries, migrations
+    from tracepack.versions import CURRENT
+
+    order = tuple(dict.fromkeys(resolve(c, where="codec") for c in codecs))
+    if not order:
+        raise UsageError("no codec to write", where="codec", expected=_expected())
+    zdict: Any = None
+    if compression == "zstd":
+        zdict = (
+            dictionaries.get(dictionaries.default_for(doc)) if zstd_dict == AUTO else dictionaries.resolve(zstd_dict)
+        )
+    elif zstd_dict is not None and zstd_dict != AUTO:
+        raise UsageError("a zstd dictionary needs compression='zstd'", where="zstd_dict")
+    target = CURRENT if version is None else version
+    raw: Any = doc.raw if target == CURRENT else migrations.downgrade(doc.raw, CURRENT, target)
+    payloads = {c: codec_by_name(c)[1].encode(raw, target) for c in order}
+
+    def pack(codec: str, lvl: int) -> bytes:
+        return container.pack(
+            payloads[codec],
+            schema_version=target,
+            codec=codec,
+            compression=compression,
+            level=lvl,
+            zstd_dict=zdict,
+            block_checksums=block_checksums,
+        )
+
+    if compression != "zstd":
+        written = {c: pack(c, 0) for c in order}
+        codec = choose({c: len(d) for c, d in written.items()}, order)
+        return Encoded(codec, compression, 0, 0, written[codec])
+    levels = {c: level if level is not None else level_for(len(payloads[c])) for c in order}
+    trial: dict[str, bytes] = {}
+    if len(order) > 1 and any(lvl > TRIAL_LEVEL for lvl in levels.values()):
+        trial = {c: pack(c, min(levels[c], TRIAL_LEVEL)) for c in order}
+        smallest = min(len(d) for d in trial.values())
+        order = tuple(c for c in order if len(trial[c]) <= smallest * (1 + TRIAL_MARGIN))
+    written = {c: trial[c] if c in trial and levels[c] <= TRIAL_LEVEL else pack(c, levels[c]) for c in order}
+    codec = choose({c: len(d) for c, d in written.items()}, order)
+    return Encoded(codec, compression, levels[codec], 0 if zdict is None else zdict.dict_id(), written[codec])
 
 
 def forms_loops() -> str:

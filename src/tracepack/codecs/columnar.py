@@ -93,7 +93,7 @@ import msgspec
 import msgspec.inspect as mi
 import zstandard
 
-from tracepack.errors import DecodeError, EncodeError, SchemaError
+from tracepack.errors import NOT_DECODE_ERRORS, DecodeError, EncodeError, SchemaError
 from tracepack.versions import RELEASED, generated
 
 __all__ = [
@@ -982,6 +982,8 @@ def encode_model(raw: Any, root: type) -> bytes:
         numbers = path_numbers()[1]
         columns = {numbers.get(path, path): column for path, column in w.columns.items()}
         return _encoder.encode({"format": FORMAT, "layout": LAYOUT, "columns": columns})
+    except NOT_DECODE_ERRORS:
+        raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (AttributeError, TypeError, ValueError, OverflowError) as exc:
         raise EncodeError(f"cannot encode as columns: {type(exc).__name__}: {exc}") from None
 

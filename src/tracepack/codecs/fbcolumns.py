@@ -59,7 +59,7 @@ import msgspec
 from tracepack.codecs import _fbrt as rt
 from tracepack.codecs import columnar as col
 from tracepack.codecs import flatbuffers as fbc
-from tracepack.errors import DecodeError, EncodeError
+from tracepack.errors import NOT_DECODE_ERRORS, DecodeError, EncodeError
 from tracepack.versions import generated
 
 if typing.TYPE_CHECKING:
@@ -487,6 +487,8 @@ def encode_model(raw: Any, root: type) -> bytes:
     try:
         s.shred(col._plan(root), [raw])
         return _write(s.values)
+    except NOT_DECODE_ERRORS:
+        raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
     finally:
@@ -502,6 +504,8 @@ def encode(raw: Any, version: tuple[int, int]) -> bytes:
     body = encode_model(raw, root)
     try:
         side = fbc.side_index(raw)
+    except NOT_DECODE_ERRORS:
+        raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers columns: {type(exc).__name__}: {exc}") from None
     return fbc.with_side_index(body, side)

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from tracepack.codecs import _fbrt as rt
-from tracepack.errors import DecodeError, EncodeError
+from tracepack.errors import NOT_DECODE_ERRORS, DecodeError, EncodeError
 from tracepack.versions import generated
 
 __all__ = [
@@ -81,6 +81,8 @@ def encode(raw: Any, version: tuple[int, int]) -> bytes:
     try:
         body: bytes = codec_module(version).encode(raw)
         side = side_index(raw)
+    except NOT_DECODE_ERRORS:
+        raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (KeyError, TypeError, ValueError, OverflowError, IndexError, UnicodeEncodeError, struct.error) as exc:
         raise EncodeError(f"cannot encode as FlatBuffers: {type(exc).__name__}: {exc}") from None
     return with_side_index(body, side)

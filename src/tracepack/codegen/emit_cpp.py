@@ -477,6 +477,8 @@ def _emit_codecs_hpp(v: _Version) -> str:
         "// The columnar codec: `numbers` are layout 2's column paths by number (versions.hpp, kColumnPaths).",
         f"bool decode_columnar(std::string_view payload, {root}& out, rt::Failure& failure, const Limits& limits,",
         "                     const char* const* numbers, std::size_t count);",
+        "// The FlatBuffers column layout (spec §7): the columnar codec's rows (§6.5) from typed vectors.",
+        f"bool decode_flatbuffers_columns(std::string_view payload, {root}& out, rt::Failure& failure);",
         "",
         "// Check what decoding cannot (spec §9.4.1): references, tables, tries. An IntegrityError on failure.",
         f"bool validate(const {root}& doc, rt::Failure& failure);",
@@ -1900,7 +1902,7 @@ class _Columnar:
     def struct(self, s: Struct) -> None:
         fn = _snake(s.name)
         body = [
-            f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, std::vector<{s.name}>& out) {{",
+            f"bool cl_{fn}(col::Source& r, const std::string& p, col::u128 n, std::vector<{s.name}>& out) {{",
             "    out.clear();",
             "    if (n == 0) return true;",
         ]
@@ -1930,7 +1932,7 @@ class _Columnar:
         fn = _snake(name)
         self.bodies += [
             f"// An optional {name} (spec §6.2): `#present`, then the present values' rows at the same path.",
-            f"bool cl_optional_{fn}(col::Reader& r, const std::string& p, col::u128 n,",
+            f"bool cl_optional_{fn}(col::Source& r, const std::string& p, col::u128 n,",
             f"                      std::vector<std::optional<{name}>>& out, bool& found) {{",
             "    out.clear();",
             "    found = true;",
@@ -1960,7 +1962,7 @@ class _Columnar:
         body = [
             f"// A {name} (spec §6.2): `#tag`, then each variant's rows at `<ID>`, in the order of their tags.",
             "template <typename Out>",
-            f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,",
+            f"bool cl_{fn}(col::Source& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,",
             "              bool& found) {",
             "    out.clear();",
             "    found = true;",
@@ -1998,7 +2000,7 @@ class _Columnar:
     def list_fn(self, key: str, item: TypeRef) -> list[str]:
         ct = self.v.ctype(item)
         lines = [
-            f"bool cl_{key}(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<{ct}>>& out,",
+            f"bool cl_{key}(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<{ct}>>& out,",
             "             bool& found) {",
             "    out.clear();",
             "    found = true;",
@@ -2053,28 +2055,28 @@ class _Columnar:
             if kind == "struct":
                 self.struct(schema.structs[name])
                 decls.append(
-                    f"bool cl_{fn}(col::Reader& r, const std::string& p, col::u128 n, std::vector<{name}>& out);"
+                    f"bool cl_{fn}(col::Source& r, const std::string& p, col::u128 n, std::vector<{name}>& out);"
                 )
             else:
                 self.union(name)
         for name in optionals:
             self.optional(name)
             decls.append(
-                f"bool cl_optional_{_snake(name)}(col::Reader& r, const std::string& p, col::u128 n, "
+                f"bool cl_optional_{_snake(name)}(col::Source& r, const std::string& p, col::u128 n, "
                 f"std::vector<std::optional<{name}>>& out, bool& found);"
             )
         lists: list[str] = []
         for key, item in sorted(self.lists.items()):
             lists += self.list_fn(key, item)
             decls.append(
-                f"bool cl_{key}(col::Reader& r, const std::string& p, col::u128 n, "
+                f"bool cl_{key}(col::Source& r, const std::string& p, col::u128 n, "
                 f"std::vector<std::vector<{v.ctype(item)}>>& out, bool& found);"
             )
         union_decls = []
         for name in schema.unions:
             union_decls += [
                 "template <typename Out>",
-                f"bool cl_{_snake(name)}(col::Reader& r, const std::string& p, col::u128 n, bool nullable, "
+                f"bool cl_{_snake(name)}(col::Source& r, const std::string& p, col::u128 n, bool nullable, "
                 "std::vector<Out>& out, bool& found);",
             ]
         root = schema.root
@@ -2090,6 +2092,8 @@ class _Columnar:
             "#include <vector>",
             "",
             '#include "tracepack/columnar.hpp"',
+            '#include "tracepack/fbcolumns.hpp"',
+            '#include "tracepack/flatbuffers.hpp"',
             f'#include "tracepack/{schema.module_name}/codecs.hpp"',
             "",
             f"namespace {v.ns} {{",
@@ -2106,6 +2110,19 @@ class _Columnar:
             "                     const char* const* numbers, std::size_t count) {",
             "    col::Reader r(failure, payload.size());",
             "    if (!r.parse(payload, numbers, count, limits)) return false;",
+            f"    std::vector<{root}> rows;",
+            f'    if (!cl_{_snake(root)}(r, "$", 1, rows)) return false;',
+            "    out = std::move(rows[0]);",
+            "    return true;",
+            "}",
+            "",
+            "// Codec 4 (spec §7): the Columns buffer without its side index (§7.1, §5.4), its directory checked on",
+            "// opening (§7.4), then the same row building as codec 3 on its typed vectors (§7.3).",
+            f"bool decode_flatbuffers_columns(std::string_view payload, {root}& out, rt::Failure& failure) {{",
+            "    const auto* data = reinterpret_cast<const std::uint8_t*>(payload.data());",
+            "    fbcol::Directory directory;",
+            "    if (!directory.open(data, fb::document_size(data, payload.size()), failure)) return false;",
+            "    fbcol::Columns r(directory, failure, payload.size());",
             f"    std::vector<{root}> rows;",
             f'    if (!cl_{_snake(root)}(r, "$", 1, rows)) return false;',
             "    out = std::move(rows[0]);",
@@ -2334,6 +2351,7 @@ def _emit_versions(schemas: list[Schema]) -> dict[str, str]:
             f"            case 2: return {m}::decode_flatbuffers_rows(payload, doc, failure);",
             f"            case 3: return {m}::decode_columnar(payload, doc, failure, limits, kColumnPaths,",
             f"                                                {len(numbers)});",
+            f"            case 4: return {m}::decode_flatbuffers_columns(payload, doc, failure);",
             "            default: supported = false; return false;",
             "        }",
             "    }",

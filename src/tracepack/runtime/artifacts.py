@@ -20,7 +20,7 @@ from typing import Any
 from tracepack.errors import InputError
 from tracepack.runtime.symbols import METHOD_EXTENSION, Symbolicator
 
-__all__ = ["open_artifact"]
+__all__ = ["open_artifact", "open_exported_program"]
 
 _ETRECORD = "tracepack.torch.executorch.etrecord"
 _PTE = "tracepack.torch.executorch.pte"
@@ -92,3 +92,27 @@ def open_artifact(path: str, *, methods: list[str] | None = None) -> list[Symbol
             doc, method=doc.raw.graph.name or "forward", recompute=True
         )
     return [Symbolicator(doc, source=path)]
+
+
+def open_exported_program(path: str) -> Symbolicator | None:
+    """The ATen program an ExecuTorch ETRecord keeps (``exported_program``: what ``to_edge`` lowered), as
+    a symbolicator over its graph nodes, which an eager torch.profiler trace of the model is matched to
+    exactly as with the ``.pt2``; None when ``path`` is not an ETRecord or holds no such program."""
+    if _head(path)[:4] != b"PK\x03\x04":
+        return None
+    data = _read(path)
+    from tracepack.io.zip import open_archive
+
+    with open_archive(data, source=path) as archive:
+        names = archive.names()
+    etr = importlib.import_module(_ETRECORD)
+    if not etr.is_etrecord(names):
+        return None
+    program = etr.read_etrecord(data, source=path).exported_program
+    if program is None:
+        return None
+    from tracepack.torch.export.model_json import import_model_json
+
+    return Symbolicator(
+        import_model_json(program, source=f"{path}:exported_program"), source=f"{path}:exported_program"
+    )

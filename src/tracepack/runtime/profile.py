@@ -23,11 +23,20 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tracepack.errors import InputError, NotFoundError, UsageError
+from tracepack.errors import LegacyFormatError, NotFoundError, UsageError
 from tracepack.runtime.symbols import HandleAnswer, NodeAnswer, Symbolicator, op_name, pick
 from tracepack.traces import parse_stack_trace
 
-__all__ = ["annotate_chrome", "annotate_etdump", "module_summary", "render_summary", "source_of"]
+__all__ = [
+    "annotate_chrome",
+    "annotate_etdump",
+    "annotated",
+    "module_summary",
+    "nothing_annotated",
+    "render_summary",
+    "runtime_ids",
+    "source_of",
+]
 
 _HANDLE_KEYS = ("Debug handle", "debug_handle", "Debug Handle", "debug handle")
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
@@ -45,9 +54,13 @@ def source_of(stack: str | None) -> tuple[str, list[str]]:
     return (own[-1] if own else frames[-1] if frames else ""), frames
 
 
-def _annotation(handles: Sequence[HandleAnswer], op: str = "") -> dict[str, Any]:
+def _annotation(handles: Sequence[HandleAnswer], op: str = "", frames_trace: str | None = None) -> dict[str, Any]:
     if not handles:
-        return {"op": op}
+        if not frames_trace:
+            return {"op": op}
+        # a .pte's instruction: the stack the emitter kept (emit_stacktrace=True), no module path
+        source, frames = source_of(frames_trace)
+        return {"op": op, "source": source, "stack": frames}
     first = handles[0]
     stack = first.nodes[0].stack_trace if first.nodes else first.stack_trace
     source, frames = source_of(stack)
@@ -98,7 +111,7 @@ def annotate_etdump(
                         if own is not None:
                             args.update(_annotation(tuple(sym.handle(h) for h in own), ""))
                     else:
-                        args.update(_annotation(answer.handles, answer.op))
+                        args.update(_annotation(answer.handles, answer.op, answer.frames_trace))
             events.append(
                 {
                     "name": name,
@@ -172,7 +185,7 @@ def _debug_events(run: Any, tid: int, scale: float, sym: Symbolicator) -> list[d
             except NotFoundError:
                 args["unresolved"] = True
             else:
-                args.update(_annotation(answer.handles, answer.op))
+                args.update(_annotation(answer.handles, answer.op, answer.frames_trace))
         name = d.name or ("method output" if d.output else f"output of instruction {d.instruction}")
         out.append(
             {"name": name, "cat": "executorch.debug", "ph": "i", "s": "t", "pid": 0, "tid": tid, "ts": at * scale,
@@ -345,11 +358,11 @@ def annotate_chrome(
     if isinstance(trace, list):
         trace = {"traceEvents": trace}
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise InputError("not a Chrome trace", source=source, expected='a JSON object with a "traceEvents" list')
+        raise LegacyFormatError("not a Chrome trace", source=source, expected='a JSON object with a "traceEvents" list')
     sym = pick(symbolicators, method)
     for i, event in enumerate(trace["traceEvents"]):
         if not isinstance(event, dict):
-            raise InputError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
+            raise LegacyFormatError("an event is not a JSON object", source=source, where=f"$.traceEvents[{i}]")
     events: list[dict[str, Any]] = trace["traceEvents"]
     fx = fx_node_map(events, sym) if sym.kind == "handles" and len(sym.doc) else {}  # type: ignore[arg-type]
     cache: dict[tuple[int, str], dict[str, Any]] = {}
@@ -361,18 +374,18 @@ def annotate_chrome(
         if isinstance(args, dict):
             handle = _event_handle(args)
             instr = args.get("instruction_id")
-            op = ""
+            op, frames_trace = "", None
             try:
                 if handle is not None:
                     answers = (sym.handle(handle),)
                 elif isinstance(instr, int) and instr >= 0:
                     a = sym.instruction(int(args.get("chain", 0) or 0), instr)
-                    answers, op = a.handles, a.op
+                    answers, op, frames_trace = a.handles, a.op, a.frames_trace
             except NotFoundError:
                 ev = {**ev, "args": {**args, "unresolved": True}}
             else:
                 if answers is not None:
-                    ev = {**ev, "args": {**args, **_annotation(answers, op)}}
+                    ev = {**ev, "args": {**args, **_annotation(answers, op, frames_trace)}}
         found = fx.get(i)
         if found is not None and answers is None:
             k, how, nested = found
@@ -383,6 +396,61 @@ def annotate_chrome(
             ev = {**ev, "args": {**(ev.get("args") or {}), **extra}}
         out.append(ev)
     return {**trace, "traceEvents": out}
+
+
+def runtime_ids(trace: Any) -> int:
+    """How many events of a Chrome trace carry a debug handle or an ExecuTorch instruction id (0 for an
+    eager torch.profiler trace, which is matched to graph nodes instead)."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    n = 0
+    for ev in events if isinstance(events, list) else ():
+        args = ev.get("args") if isinstance(ev, dict) else None
+        if isinstance(args, dict) and (_event_handle(args) is not None or isinstance(args.get("instruction_id"), int)):
+            n += 1
+    return n
+
+
+def annotated(trace: dict[str, Any]) -> int:
+    """How many events of an annotated trace carry a module path or a source line (what ``annotate``
+    reports; a ``.pte``'s instructions have a source line and no module path)."""
+    return sum(1 for e in trace.get("traceEvents", []) if {"module_path", "source"} & set(e.get("args") or {}))
+
+
+def nothing_annotated(trace: dict[str, Any], sym: Symbolicator, *, profile: str, artifact: str, etdump: bool) -> str:
+    """Why an annotation of ``profile`` with ``artifact`` annotated no event, in one line."""
+    events = trace.get("traceEvents", [])
+    ids = runtime_ids(trace)
+    if etdump:
+        ops = sum(
+            1 for e in events if min((a := e.get("args") or {}).get("chain", -1), a.get("instruction_id", -1)) >= 0
+        )
+        if not ops:
+            return f"nothing annotated: {profile} has no operator event (an instruction id) to look up"
+        if sym.kind == "pte":
+            return (
+                f"nothing annotated: {artifact} has no stack for the {ops} instruction events of {profile} (emitted "
+                "without emit_stacktrace=True, or another program): annotate it with the program's ETRecord"
+            )
+        return (
+            f"nothing annotated: none of the {ops} instruction events of {profile} is in the debug_handle_map of "
+            f"{artifact} (method {sym.method or '?'!r}): is it the ETRecord of the program that ran?"
+        )
+    if ids:
+        return (
+            f"nothing annotated: none of the {ids} debug handles or instruction ids of {profile} is in {artifact}: "
+            "is it the artifact of the program that ran?"
+        )
+    if sym.kind != "handles":
+        return (
+            f"nothing annotated: {profile} is an eager torch.profiler trace (no debug handle or instruction id in "
+            f"its {len(events)} events), which is matched to an exported program's nodes, and {artifact} holds "
+            "none: annotate it with the .pt2, or an ETRecord that keeps its exported_program"
+        )
+    ops = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("cpu_op", None))
+    return (
+        f"nothing annotated: none of the {ops} op events of {profile} runs the {len(sym.doc)} nodes of "  # type: ignore[arg-type]
+        f"{artifact} in their order: is it a profile of this program?"
+    )
 
 
 def module_summary(trace: dict[str, Any]) -> list[tuple[str, str, int, float]]:

@@ -19,15 +19,21 @@ release and every earlier one), then, in ``DIR`` (default: the current folder):
    must still write;
 6. writes the version's golden files (``tests/golden/make_golden.py`` with every codec).
 
-Every file is written whole or not at all (a temporary file, then a rename). Steps 3 and 6 run
-in a child interpreter on ``DIR``'s own code, so they see the new version. Exit codes: 0
-released, 1 the check failed or a step did, 2 bad input (no draft, two drafts, unreadable files).
+All or nothing: before it changes anything it checks what the steps need (the formatter ``ruff`` and
+the FlatBuffers compiler ``flatc`` that generation runs, the golden-file script), and if any step
+fails (or is interrupted) every file it wrote, changed or removed under ``schema/``, ``generated/``,
+``src/tracepack/model.py``, ``src/tracepack/migrations/`` and ``tests/golden/`` is put back as it was,
+so the draft is still a draft and ``release`` can simply be run again. Every file is written whole or
+not at all (a temporary file, then a rename). Steps 3 and 6 run in a child interpreter on ``DIR``'s own
+code, so they see the new version. Exit codes: 0 released, 1 the check failed or a step did (nothing
+changed), 2 bad input (no draft, two drafts, unreadable files).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -53,7 +59,7 @@ __all__ = [
 
 
 class ReleaseError(TracepackError):
-    """A release step failed; nothing after it ran."""
+    """A release step failed (or what it needs is missing); the tree is as it was before the release."""
 
     exit_code = 1
 
@@ -207,9 +213,71 @@ def _run(cmd: list[str], root: Path, what: str) -> None:
         raise ReleaseError(f"{what} failed: {text[-1] if text else f'exit code {done.returncode}'}")
 
 
+#: What a release may write, change or remove, relative to its root: restored as a whole when a step fails.
+_TOUCHED = ("generated", "src/tracepack/model.py", "src/tracepack/migrations", "tests/golden")
+
+
+class _Snapshot:
+    """The files under some paths (folders whole), to put back as they were: changed and removed files
+    rewritten, new files and the folders made for them removed."""
+
+    def __init__(self, root: Path, paths: list[Path]) -> None:
+        self.paths = paths
+        self.files: dict[Path, bytes] = {}
+        self.dirs: set[Path] = set()
+        for path in paths:
+            for f in self._walk(path):
+                self.files[f] = f.read_bytes()
+            if path.is_dir():
+                self.dirs |= {d for d in path.rglob("*") if d.is_dir()} | {path}
+
+    @staticmethod
+    def _walk(path: Path) -> list[Path]:
+        if path.is_file():
+            return [path]
+        if not path.is_dir():
+            return []
+        return [f for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts]
+
+    def restore(self) -> None:
+        for path in self.paths:
+            for f in self._walk(path):
+                if f not in self.files:
+                    f.unlink()
+            if path.is_dir():  # folders a step made, deepest first, once their files are gone
+                for d in sorted((d for d in path.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
+                    if d not in self.dirs and "__pycache__" not in d.parts:
+                        shutil.rmtree(d, ignore_errors=True)
+            elif path not in self.files and path not in self.dirs and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+        for f, data in self.files.items():
+            if not f.is_file() or f.read_bytes() != data:
+                f.parent.mkdir(parents=True, exist_ok=True)
+                tmp = f.with_name(f".{f.name}.restore")
+                tmp.write_bytes(data)
+                os.replace(tmp, f)
+
+
+def _preflight(root: Path, golden: bool) -> None:
+    """What the steps need, checked before anything is changed."""
+    from tracepack.codegen import check as codegen
+
+    missing = []
+    for find in (codegen._ruff, codegen._flatc):
+        try:
+            find()
+        except TracepackError as exc:
+            missing.append(exc.problem)
+    script = root / "tests" / "golden" / "make_golden.py"
+    if golden and not script.is_file():
+        missing.append(f"{script.relative_to(root)} (the golden files' writer) is missing; or pass --no-golden")
+    if missing:
+        raise ReleaseError("cannot release, nothing was changed: " + "; ".join(missing))
+
+
 def release(root: Path, *, schema: str = "schema", golden: bool = True, log: Callable[[str], None] = print) -> Released:
-    """Release the draft of ``root/schema``; see the module doc for the steps."""
-    from tracepack.codecs import CODECS
+    """Release the draft of ``root/schema``; see the module doc for the steps. All or nothing: a step that
+    fails leaves ``root`` as it was (:class:`ReleaseError`)."""
     from tracepack.schema_check.cli import check_all, format_suite  # cli imports this module
 
     root = Path(root)
@@ -231,6 +299,42 @@ def release(root: Path, *, schema: str = "schema", golden: bool = True, log: Cal
             + "\n".join(format_suite(suite))
         )
     findings = diff_schemas(previous, draft)
+    _preflight(root, golden)
+    snapshot = _Snapshot(root, [folder, *(root / p for p in _TOUCHED)])
+    try:
+        return _steps(
+            root,
+            schema=schema,
+            folder=folder,
+            draft=draft,
+            previous=previous,
+            findings=findings,
+            golden=golden,
+            log=log,
+        )
+    except BaseException as exc:  # a failed step, or an interrupt: put everything back
+        snapshot.restore()
+        if isinstance(exc, TracepackError):
+            where = "; the tree is as it was before the release (run it again once fixed)"
+            exc.problem += where
+            exc.args = (str(exc),)
+        raise
+
+
+def _steps(
+    root: Path,
+    *,
+    schema: str,
+    folder: Path,
+    draft: Schema,
+    previous: Schema,
+    findings: list[Finding],
+    golden: bool,
+    log: Callable[[str], None],
+) -> Released:
+    from tracepack.codecs import CODECS
+    from tracepack.schema_check.cli import check_all, format_suite  # cli imports this module
+
     out = Released(draft.version, findings)
 
     def step(text: str) -> None:

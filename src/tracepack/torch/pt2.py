@@ -161,7 +161,7 @@ def pack_program(
     Raises :class:`~tracepack.errors.LegacyFormatError` if the file is not in torch's own
     JSON encoding (then the split could not give it back byte for byte).
     """
-    import tracepack
+    from tracepack.codecs import encode_best
     from tracepack.torch.export.model_json import _loads
 
     program = _loads(model_json, source)
@@ -176,7 +176,7 @@ def pack_program(
     stripped = _dumps(program)
     if merge_program(stripped, doc, source=source) != model_json:  # pragma: no cover - a bug if it happens
         raise LegacyFormatError("packing would not give the program back byte for byte", source=source)
-    return stripped, tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19)
+    return stripped, encode_best(doc).data
 
 
 def split_program(

@@ -226,7 +226,7 @@ def _archive(
     keep: Sequence[str],
     strip: bool,
 ) -> bytes:
-    import tracepack
+    from tracepack.codecs import encode_best
     from tracepack.io.zip import write_archive
     from tracepack.torch import pt2
 
@@ -254,7 +254,7 @@ def _archive(
     doc = pt2.split_program(program, keep=keep, strip=strip, source="<ExportedProgram>")
     program_member = c.MODELS_FILENAME_FORMAT.format(model)
     w.write_bytes(program_member, json.dumps(program).encode("ascii"))
-    w.write_bytes(f"{pt2.MEMBER_DIR}{model}.tpk", tracepack.dumps(doc, codec="msgpack", compression="zstd", level=19))
+    w.write_bytes(f"{pt2.MEMBER_DIR}{model}.tpk", encode_best(doc).data)  # the member as pack writes it
     w.write_bytes(c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model), example_inputs)
     for name, content in (extra_files or {}).items():
         w.write_string(f"{c.EXTRA_DIR}{name}", content if isinstance(content, str) else content.decode("utf-8"))

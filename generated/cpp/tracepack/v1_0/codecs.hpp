@@ -22,6 +22,8 @@ bool decode_flatbuffers_rows(std::string_view payload, Document& out, rt::Failur
 // The columnar codec: `numbers` are layout 2's column paths by number (versions.hpp, kColumnPaths).
 bool decode_columnar(std::string_view payload, Document& out, rt::Failure& failure, const Limits& limits,
                      const char* const* numbers, std::size_t count);
+// The FlatBuffers column layout (spec §7): the columnar codec's rows (§6.5) from typed vectors.
+bool decode_flatbuffers_columns(std::string_view payload, Document& out, rt::Failure& failure);
 
 // Check what decoding cannot (spec §9.4.1): references, tables, tries. An IntegrityError on failure.
 bool validate(const Document& doc, rt::Failure& failure);

@@ -12,63 +12,65 @@
 #include <vector>
 
 #include "tracepack/columnar.hpp"
+#include "tracepack/fbcolumns.hpp"
+#include "tracepack/flatbuffers.hpp"
 #include "tracepack/v1_1/codecs.hpp"
 
 namespace tracepack::v1_1 {
 namespace {
 
-[[maybe_unused]] bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<Version>& out);
-[[maybe_unused]] bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<Producer>& out);
-[[maybe_unused]] bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out);
-[[maybe_unused]] bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<Header>& out);
-[[maybe_unused]] bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FileTable>& out);
-[[maybe_unused]] bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<LineTable>& out);
-[[maybe_unused]] bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out);
-[[maybe_unused]] bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<StackTable>& out);
-[[maybe_unused]] bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out);
-[[maybe_unused]] bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out);
-[[maybe_unused]] bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out);
-[[maybe_unused]] bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out);
-[[maybe_unused]] bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out);
-[[maybe_unused]] bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out);
-[[maybe_unused]] bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out);
-[[maybe_unused]] bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out);
-[[maybe_unused]] bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out);
-[[maybe_unused]] bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out);
-[[maybe_unused]] bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out);
-[[maybe_unused]] bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out);
-[[maybe_unused]] bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out);
-[[maybe_unused]] bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out);
-[[maybe_unused]] bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out);
-[[maybe_unused]] bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgString>& out);
-[[maybe_unused]] bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out);
-[[maybe_unused]] bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out);
-[[maybe_unused]] bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out);
-[[maybe_unused]] bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out);
-[[maybe_unused]] bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node>& out);
-[[maybe_unused]] bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Value>& out);
-[[maybe_unused]] bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Graph>& out);
-[[maybe_unused]] bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<Extension>& out);
-[[maybe_unused]] bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<Document>& out);
-[[maybe_unused]] bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<Producer>>& out, bool& found);
-[[maybe_unused]] bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<ProvenanceTable>>& out, bool& found);
-[[maybe_unused]] bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out, bool& found);
-[[maybe_unused]] bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out, bool& found);
-[[maybe_unused]] bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out, bool& found);
-[[maybe_unused]] bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out, bool& found);
-[[maybe_unused]] bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out, bool& found);
-[[maybe_unused]] bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out, bool& found);
-[[maybe_unused]] bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out, bool& found);
-[[maybe_unused]] bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out, bool& found);
-[[maybe_unused]] bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out, bool& found);
-[[maybe_unused]] bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out, bool& found);
+[[maybe_unused]] bool cl_version(col::Source& r, const std::string& p, col::u128 n, std::vector<Version>& out);
+[[maybe_unused]] bool cl_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<Producer>& out);
+[[maybe_unused]] bool cl_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out);
+[[maybe_unused]] bool cl_header(col::Source& r, const std::string& p, col::u128 n, std::vector<Header>& out);
+[[maybe_unused]] bool cl_file_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FileTable>& out);
+[[maybe_unused]] bool cl_line_table(col::Source& r, const std::string& p, col::u128 n, std::vector<LineTable>& out);
+[[maybe_unused]] bool cl_frame_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out);
+[[maybe_unused]] bool cl_stack_table(col::Source& r, const std::string& p, col::u128 n, std::vector<StackTable>& out);
+[[maybe_unused]] bool cl_module_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out);
+[[maybe_unused]] bool cl_source_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out);
+[[maybe_unused]] bool cl_range_table(col::Source& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out);
+[[maybe_unused]] bool cl_debug_handle_table(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out);
+[[maybe_unused]] bool cl_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out);
+[[maybe_unused]] bool cl_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out);
+[[maybe_unused]] bool cl_arg_none(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out);
+[[maybe_unused]] bool cl_arg_tensor(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out);
+[[maybe_unused]] bool cl_arg_tensors(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out);
+[[maybe_unused]] bool cl_arg_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out);
+[[maybe_unused]] bool cl_arg_ints(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out);
+[[maybe_unused]] bool cl_arg_float(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out);
+[[maybe_unused]] bool cl_arg_floats(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out);
+[[maybe_unused]] bool cl_arg_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out);
+[[maybe_unused]] bool cl_arg_bools(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out);
+[[maybe_unused]] bool cl_arg_string(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgString>& out);
+[[maybe_unused]] bool cl_arg_strings(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out);
+[[maybe_unused]] bool cl_arg_sym_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out);
+[[maybe_unused]] bool cl_arg_generic(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out);
+[[maybe_unused]] bool cl_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out);
+[[maybe_unused]] bool cl_node(col::Source& r, const std::string& p, col::u128 n, std::vector<Node>& out);
+[[maybe_unused]] bool cl_value(col::Source& r, const std::string& p, col::u128 n, std::vector<Value>& out);
+[[maybe_unused]] bool cl_graph(col::Source& r, const std::string& p, col::u128 n, std::vector<Graph>& out);
+[[maybe_unused]] bool cl_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<Extension>& out);
+[[maybe_unused]] bool cl_document(col::Source& r, const std::string& p, col::u128 n, std::vector<Document>& out);
+[[maybe_unused]] bool cl_optional_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<Producer>>& out, bool& found);
+[[maybe_unused]] bool cl_optional_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<ProvenanceTable>>& out, bool& found);
+[[maybe_unused]] bool cl_list_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out, bool& found);
+[[maybe_unused]] bool cl_list_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out, bool& found);
+[[maybe_unused]] bool cl_list_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out, bool& found);
+[[maybe_unused]] bool cl_list_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out, bool& found);
+[[maybe_unused]] bool cl_list_f64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out, bool& found);
+[[maybe_unused]] bool cl_list_i32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_i64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out, bool& found);
+[[maybe_unused]] bool cl_list_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out, bool& found);
+[[maybe_unused]] bool cl_list_node(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out, bool& found);
+[[maybe_unused]] bool cl_list_str(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out, bool& found);
+[[maybe_unused]] bool cl_list_u32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out, bool& found);
 template <typename Out>
-bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out, bool& found);
+bool cl_argument(col::Source& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out, bool& found);
 
-bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<Version>& out) {
+bool cl_version(col::Source& r, const std::string& p, col::u128 n, std::vector<Version>& out) {
     out.clear();
     if (n == 0) return true;
     // major
@@ -91,7 +93,7 @@ bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<V
     return true;
 }
 
-bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<Producer>& out) {
+bool cl_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<Producer>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -118,7 +120,7 @@ bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out) {
+bool cl_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out) {
     out.clear();
     if (n == 0) return true;
     // key
@@ -139,7 +141,7 @@ bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<Header>& out) {
+bool cl_header(col::Source& r, const std::string& p, col::u128 n, std::vector<Header>& out) {
     out.clear();
     if (n == 0) return true;
     // magic
@@ -176,7 +178,7 @@ bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<He
     return true;
 }
 
-bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FileTable>& out) {
+bool cl_file_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FileTable>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -191,7 +193,7 @@ bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<LineTable>& out) {
+bool cl_line_table(col::Source& r, const std::string& p, col::u128 n, std::vector<LineTable>& out) {
     out.clear();
     if (n == 0) return true;
     // file
@@ -224,7 +226,7 @@ bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out) {
+bool cl_frame_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out) {
     out.clear();
     if (n == 0) return true;
     // line
@@ -275,7 +277,7 @@ bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<StackTable>& out) {
+bool cl_stack_table(col::Source& r, const std::string& p, col::u128 n, std::vector<StackTable>& out) {
     out.clear();
     if (n == 0) return true;
     // parent
@@ -296,7 +298,7 @@ bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out) {
+bool cl_module_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out) {
     out.clear();
     if (n == 0) return true;
     // parent
@@ -338,7 +340,7 @@ bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vec
     return true;
 }
 
-bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out) {
+bool cl_source_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out) {
     out.clear();
     if (n == 0) return true;
     // file
@@ -371,7 +373,7 @@ bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vec
     return true;
 }
 
-bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out) {
+bool cl_range_table(col::Source& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out) {
     out.clear();
     if (n == 0) return true;
     // source
@@ -398,7 +400,7 @@ bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out) {
+bool cl_debug_handle_table(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out) {
     out.clear();
     if (n == 0) return true;
     // handle
@@ -437,7 +439,7 @@ bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, st
     return true;
 }
 
-bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out) {
+bool cl_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out) {
     out.clear();
     if (n == 0) return true;
     // path
@@ -481,7 +483,7 @@ bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out) {
+bool cl_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -532,7 +534,7 @@ bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std:
     return true;
 }
 
-bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out) {
+bool cl_arg_none(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out) {
     out.clear();
     if (n == 0) return true;
     if (!r.rows(p, n)) return false;
@@ -540,7 +542,7 @@ bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out) {
+bool cl_arg_tensor(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -556,7 +558,7 @@ bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out) {
+bool cl_arg_tensors(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out) {
     out.clear();
     if (n == 0) return true;
     // names
@@ -571,7 +573,7 @@ bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out) {
+bool cl_arg_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -587,7 +589,7 @@ bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<A
     return true;
 }
 
-bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out) {
+bool cl_arg_ints(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -602,7 +604,7 @@ bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out) {
+bool cl_arg_float(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -617,7 +619,7 @@ bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out) {
+bool cl_arg_floats(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -632,7 +634,7 @@ bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out) {
+bool cl_arg_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -647,7 +649,7 @@ bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out) {
+bool cl_arg_bools(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -662,7 +664,7 @@ bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgString>& out) {
+bool cl_arg_string(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgString>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -678,7 +680,7 @@ bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out) {
+bool cl_arg_strings(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -693,7 +695,7 @@ bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out) {
+bool cl_arg_sym_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -709,7 +711,7 @@ bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out) {
+bool cl_arg_generic(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out) {
     out.clear();
     if (n == 0) return true;
     // variant
@@ -734,7 +736,7 @@ bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vect
 
 // A Argument (spec §6.2): `#tag`, then each variant's rows at `<ID>`, in the order of their tags.
 template <typename Out>
-bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,
+bool cl_argument(col::Source& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,
               bool& found) {
     out.clear();
     found = true;
@@ -895,7 +897,7 @@ bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullabl
     return true;
 }
 
-bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out) {
+bool cl_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -928,7 +930,7 @@ bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node>& out) {
+bool cl_node(col::Source& r, const std::string& p, col::u128 n, std::vector<Node>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1037,7 +1039,7 @@ bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node
     return true;
 }
 
-bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Value>& out) {
+bool cl_value(col::Source& r, const std::string& p, col::u128 n, std::vector<Value>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1158,7 +1160,7 @@ bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Val
     return true;
 }
 
-bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Graph>& out) {
+bool cl_graph(col::Source& r, const std::string& p, col::u128 n, std::vector<Graph>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1212,7 +1214,7 @@ bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Gra
     return true;
 }
 
-bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<Extension>& out) {
+bool cl_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<Extension>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1233,7 +1235,7 @@ bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<Document>& out) {
+bool cl_document(col::Source& r, const std::string& p, col::u128 n, std::vector<Document>& out) {
     out.clear();
     if (n == 0) return true;
     // header
@@ -1316,7 +1318,7 @@ bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<
 }
 
 // An optional Producer (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_producer(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<Producer>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1337,7 +1339,7 @@ bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n,
 }
 
 // An optional ProvenanceTable (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_provenance_table(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<ProvenanceTable>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1357,7 +1359,7 @@ bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u12
     return true;
 }
 
-bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out,
+bool cl_list_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1381,7 +1383,7 @@ bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::ve
     return true;
 }
 
-bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out,
+bool cl_list_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1405,7 +1407,7 @@ bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out,
+bool cl_list_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1427,7 +1429,7 @@ bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::
     return true;
 }
 
-bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out,
+bool cl_list_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1449,7 +1451,7 @@ bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out,
+bool cl_list_f64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1473,7 +1475,7 @@ bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out,
+bool cl_list_i32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1498,7 +1500,7 @@ bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out,
+bool cl_list_i64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1523,7 +1525,7 @@ bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out,
+bool cl_list_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1545,7 +1547,7 @@ bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out,
+bool cl_list_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1567,7 +1569,7 @@ bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, s
     return true;
 }
 
-bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out,
+bool cl_list_node(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1589,7 +1591,7 @@ bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out,
+bool cl_list_str(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1613,7 +1615,7 @@ bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out,
+bool cl_list_u32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1638,7 +1640,7 @@ bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out,
+bool cl_list_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1666,6 +1668,19 @@ bool decode_columnar(std::string_view payload, Document& out, rt::Failure& failu
                      const char* const* numbers, std::size_t count) {
     col::Reader r(failure, payload.size());
     if (!r.parse(payload, numbers, count, limits)) return false;
+    std::vector<Document> rows;
+    if (!cl_document(r, "$", 1, rows)) return false;
+    out = std::move(rows[0]);
+    return true;
+}
+
+// Codec 4 (spec §7): the Columns buffer without its side index (§7.1, §5.4), its directory checked on
+// opening (§7.4), then the same row building as codec 3 on its typed vectors (§7.3).
+bool decode_flatbuffers_columns(std::string_view payload, Document& out, rt::Failure& failure) {
+    const auto* data = reinterpret_cast<const std::uint8_t*>(payload.data());
+    fbcol::Directory directory;
+    if (!directory.open(data, fb::document_size(data, payload.size()), failure)) return false;
+    fbcol::Columns r(directory, failure, payload.size());
     std::vector<Document> rows;
     if (!cl_document(r, "$", 1, rows)) return false;
     out = std::move(rows[0]);

@@ -12,68 +12,70 @@
 #include <vector>
 
 #include "tracepack/columnar.hpp"
+#include "tracepack/fbcolumns.hpp"
+#include "tracepack/flatbuffers.hpp"
 #include "tracepack/v1_2/codecs.hpp"
 
 namespace tracepack::v1_2 {
 namespace {
 
-[[maybe_unused]] bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<Version>& out);
-[[maybe_unused]] bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<Producer>& out);
-[[maybe_unused]] bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out);
-[[maybe_unused]] bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<Header>& out);
-[[maybe_unused]] bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FileTable>& out);
-[[maybe_unused]] bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<LineTable>& out);
-[[maybe_unused]] bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out);
-[[maybe_unused]] bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<StackTable>& out);
-[[maybe_unused]] bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out);
-[[maybe_unused]] bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out);
-[[maybe_unused]] bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out);
-[[maybe_unused]] bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out);
-[[maybe_unused]] bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out);
-[[maybe_unused]] bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out);
-[[maybe_unused]] bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out);
-[[maybe_unused]] bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out);
-[[maybe_unused]] bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out);
-[[maybe_unused]] bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out);
-[[maybe_unused]] bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out);
-[[maybe_unused]] bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out);
-[[maybe_unused]] bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out);
-[[maybe_unused]] bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out);
-[[maybe_unused]] bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out);
-[[maybe_unused]] bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgString>& out);
-[[maybe_unused]] bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out);
-[[maybe_unused]] bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out);
-[[maybe_unused]] bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out);
-[[maybe_unused]] bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out);
-[[maybe_unused]] bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node>& out);
-[[maybe_unused]] bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Value>& out);
-[[maybe_unused]] bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Graph>& out);
-[[maybe_unused]] bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<Extension>& out);
-[[maybe_unused]] bool cl_signature_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SignatureTable>& out);
-[[maybe_unused]] bool cl_module_call_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleCallTable>& out);
-[[maybe_unused]] bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<Document>& out);
-[[maybe_unused]] bool cl_optional_module_call_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<ModuleCallTable>>& out, bool& found);
-[[maybe_unused]] bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<Producer>>& out, bool& found);
-[[maybe_unused]] bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<ProvenanceTable>>& out, bool& found);
-[[maybe_unused]] bool cl_optional_signature_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::optional<SignatureTable>>& out, bool& found);
-[[maybe_unused]] bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out, bool& found);
-[[maybe_unused]] bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out, bool& found);
-[[maybe_unused]] bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out, bool& found);
-[[maybe_unused]] bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out, bool& found);
-[[maybe_unused]] bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out, bool& found);
-[[maybe_unused]] bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out, bool& found);
-[[maybe_unused]] bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out, bool& found);
-[[maybe_unused]] bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out, bool& found);
-[[maybe_unused]] bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out, bool& found);
-[[maybe_unused]] bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_u8(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint8_t>>& out, bool& found);
-[[maybe_unused]] bool cl_list_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out, bool& found);
+[[maybe_unused]] bool cl_version(col::Source& r, const std::string& p, col::u128 n, std::vector<Version>& out);
+[[maybe_unused]] bool cl_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<Producer>& out);
+[[maybe_unused]] bool cl_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out);
+[[maybe_unused]] bool cl_header(col::Source& r, const std::string& p, col::u128 n, std::vector<Header>& out);
+[[maybe_unused]] bool cl_file_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FileTable>& out);
+[[maybe_unused]] bool cl_line_table(col::Source& r, const std::string& p, col::u128 n, std::vector<LineTable>& out);
+[[maybe_unused]] bool cl_frame_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out);
+[[maybe_unused]] bool cl_stack_table(col::Source& r, const std::string& p, col::u128 n, std::vector<StackTable>& out);
+[[maybe_unused]] bool cl_module_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out);
+[[maybe_unused]] bool cl_source_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out);
+[[maybe_unused]] bool cl_range_table(col::Source& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out);
+[[maybe_unused]] bool cl_debug_handle_table(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out);
+[[maybe_unused]] bool cl_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out);
+[[maybe_unused]] bool cl_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out);
+[[maybe_unused]] bool cl_arg_none(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out);
+[[maybe_unused]] bool cl_arg_tensor(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out);
+[[maybe_unused]] bool cl_arg_tensors(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out);
+[[maybe_unused]] bool cl_arg_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out);
+[[maybe_unused]] bool cl_arg_ints(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out);
+[[maybe_unused]] bool cl_arg_float(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out);
+[[maybe_unused]] bool cl_arg_floats(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out);
+[[maybe_unused]] bool cl_arg_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out);
+[[maybe_unused]] bool cl_arg_bools(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out);
+[[maybe_unused]] bool cl_arg_string(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgString>& out);
+[[maybe_unused]] bool cl_arg_strings(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out);
+[[maybe_unused]] bool cl_arg_sym_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out);
+[[maybe_unused]] bool cl_arg_generic(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out);
+[[maybe_unused]] bool cl_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out);
+[[maybe_unused]] bool cl_node(col::Source& r, const std::string& p, col::u128 n, std::vector<Node>& out);
+[[maybe_unused]] bool cl_value(col::Source& r, const std::string& p, col::u128 n, std::vector<Value>& out);
+[[maybe_unused]] bool cl_graph(col::Source& r, const std::string& p, col::u128 n, std::vector<Graph>& out);
+[[maybe_unused]] bool cl_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<Extension>& out);
+[[maybe_unused]] bool cl_signature_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SignatureTable>& out);
+[[maybe_unused]] bool cl_module_call_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleCallTable>& out);
+[[maybe_unused]] bool cl_document(col::Source& r, const std::string& p, col::u128 n, std::vector<Document>& out);
+[[maybe_unused]] bool cl_optional_module_call_table(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<ModuleCallTable>>& out, bool& found);
+[[maybe_unused]] bool cl_optional_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<Producer>>& out, bool& found);
+[[maybe_unused]] bool cl_optional_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<ProvenanceTable>>& out, bool& found);
+[[maybe_unused]] bool cl_optional_signature_table(col::Source& r, const std::string& p, col::u128 n, std::vector<std::optional<SignatureTable>>& out, bool& found);
+[[maybe_unused]] bool cl_list_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out, bool& found);
+[[maybe_unused]] bool cl_list_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out, bool& found);
+[[maybe_unused]] bool cl_list_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out, bool& found);
+[[maybe_unused]] bool cl_list_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out, bool& found);
+[[maybe_unused]] bool cl_list_f64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out, bool& found);
+[[maybe_unused]] bool cl_list_i32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_i64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out, bool& found);
+[[maybe_unused]] bool cl_list_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out, bool& found);
+[[maybe_unused]] bool cl_list_node(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out, bool& found);
+[[maybe_unused]] bool cl_list_str(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out, bool& found);
+[[maybe_unused]] bool cl_list_u32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_u8(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint8_t>>& out, bool& found);
+[[maybe_unused]] bool cl_list_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out, bool& found);
 template <typename Out>
-bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out, bool& found);
+bool cl_argument(col::Source& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out, bool& found);
 
-bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<Version>& out) {
+bool cl_version(col::Source& r, const std::string& p, col::u128 n, std::vector<Version>& out) {
     out.clear();
     if (n == 0) return true;
     // major
@@ -96,7 +98,7 @@ bool cl_version(col::Reader& r, const std::string& p, col::u128 n, std::vector<V
     return true;
 }
 
-bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<Producer>& out) {
+bool cl_producer(col::Source& r, const std::string& p, col::u128 n, std::vector<Producer>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -123,7 +125,7 @@ bool cl_producer(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out) {
+bool cl_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<KeyValue>& out) {
     out.clear();
     if (n == 0) return true;
     // key
@@ -144,7 +146,7 @@ bool cl_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<Header>& out) {
+bool cl_header(col::Source& r, const std::string& p, col::u128 n, std::vector<Header>& out) {
     out.clear();
     if (n == 0) return true;
     // magic
@@ -181,7 +183,7 @@ bool cl_header(col::Reader& r, const std::string& p, col::u128 n, std::vector<He
     return true;
 }
 
-bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FileTable>& out) {
+bool cl_file_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FileTable>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -196,7 +198,7 @@ bool cl_file_table(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<LineTable>& out) {
+bool cl_line_table(col::Source& r, const std::string& p, col::u128 n, std::vector<LineTable>& out) {
     out.clear();
     if (n == 0) return true;
     // file
@@ -229,7 +231,7 @@ bool cl_line_table(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out) {
+bool cl_frame_table(col::Source& r, const std::string& p, col::u128 n, std::vector<FrameTable>& out) {
     out.clear();
     if (n == 0) return true;
     // line
@@ -280,7 +282,7 @@ bool cl_frame_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<StackTable>& out) {
+bool cl_stack_table(col::Source& r, const std::string& p, col::u128 n, std::vector<StackTable>& out) {
     out.clear();
     if (n == 0) return true;
     // parent
@@ -301,7 +303,7 @@ bool cl_stack_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out) {
+bool cl_module_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleTable>& out) {
     out.clear();
     if (n == 0) return true;
     // parent
@@ -343,7 +345,7 @@ bool cl_module_table(col::Reader& r, const std::string& p, col::u128 n, std::vec
     return true;
 }
 
-bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out) {
+bool cl_source_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SourceTable>& out) {
     out.clear();
     if (n == 0) return true;
     // file
@@ -376,7 +378,7 @@ bool cl_source_table(col::Reader& r, const std::string& p, col::u128 n, std::vec
     return true;
 }
 
-bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out) {
+bool cl_range_table(col::Source& r, const std::string& p, col::u128 n, std::vector<RangeTable>& out) {
     out.clear();
     if (n == 0) return true;
     // source
@@ -403,7 +405,7 @@ bool cl_range_table(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out) {
+bool cl_debug_handle_table(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugHandleTable>& out) {
     out.clear();
     if (n == 0) return true;
     // handle
@@ -442,7 +444,7 @@ bool cl_debug_handle_table(col::Reader& r, const std::string& p, col::u128 n, st
     return true;
 }
 
-bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out) {
+bool cl_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<DebugFile>& out) {
     out.clear();
     if (n == 0) return true;
     // path
@@ -486,7 +488,7 @@ bool cl_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out) {
+bool cl_provenance_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ProvenanceTable>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -537,7 +539,7 @@ bool cl_provenance_table(col::Reader& r, const std::string& p, col::u128 n, std:
     return true;
 }
 
-bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out) {
+bool cl_arg_none(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgNone>& out) {
     out.clear();
     if (n == 0) return true;
     if (!r.rows(p, n)) return false;
@@ -545,7 +547,7 @@ bool cl_arg_none(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out) {
+bool cl_arg_tensor(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensor>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -561,7 +563,7 @@ bool cl_arg_tensor(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out) {
+bool cl_arg_tensors(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgTensors>& out) {
     out.clear();
     if (n == 0) return true;
     // names
@@ -576,7 +578,7 @@ bool cl_arg_tensors(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out) {
+bool cl_arg_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInt>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -592,7 +594,7 @@ bool cl_arg_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<A
     return true;
 }
 
-bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out) {
+bool cl_arg_ints(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgInts>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -607,7 +609,7 @@ bool cl_arg_ints(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out) {
+bool cl_arg_float(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloat>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -622,7 +624,7 @@ bool cl_arg_float(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out) {
+bool cl_arg_floats(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgFloats>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -637,7 +639,7 @@ bool cl_arg_floats(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out) {
+bool cl_arg_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBool>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -652,7 +654,7 @@ bool cl_arg_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out) {
+bool cl_arg_bools(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgBools>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -667,7 +669,7 @@ bool cl_arg_bools(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgString>& out) {
+bool cl_arg_string(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgString>& out) {
     out.clear();
     if (n == 0) return true;
     // value
@@ -683,7 +685,7 @@ bool cl_arg_string(col::Reader& r, const std::string& p, col::u128 n, std::vecto
     return true;
 }
 
-bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out) {
+bool cl_arg_strings(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgStrings>& out) {
     out.clear();
     if (n == 0) return true;
     // values
@@ -698,7 +700,7 @@ bool cl_arg_strings(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out) {
+bool cl_arg_sym_int(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgSymInt>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -714,7 +716,7 @@ bool cl_arg_sym_int(col::Reader& r, const std::string& p, col::u128 n, std::vect
     return true;
 }
 
-bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out) {
+bool cl_arg_generic(col::Source& r, const std::string& p, col::u128 n, std::vector<ArgGeneric>& out) {
     out.clear();
     if (n == 0) return true;
     // variant
@@ -739,7 +741,7 @@ bool cl_arg_generic(col::Reader& r, const std::string& p, col::u128 n, std::vect
 
 // A Argument (spec §6.2): `#tag`, then each variant's rows at `<ID>`, in the order of their tags.
 template <typename Out>
-bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,
+bool cl_argument(col::Source& r, const std::string& p, col::u128 n, bool nullable, std::vector<Out>& out,
               bool& found) {
     out.clear();
     found = true;
@@ -900,7 +902,7 @@ bool cl_argument(col::Reader& r, const std::string& p, col::u128 n, bool nullabl
     return true;
 }
 
-bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out) {
+bool cl_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<NamedArgument>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -933,7 +935,7 @@ bool cl_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node>& out) {
+bool cl_node(col::Source& r, const std::string& p, col::u128 n, std::vector<Node>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1042,7 +1044,7 @@ bool cl_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<Node
     return true;
 }
 
-bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Value>& out) {
+bool cl_value(col::Source& r, const std::string& p, col::u128 n, std::vector<Value>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1163,7 +1165,7 @@ bool cl_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<Val
     return true;
 }
 
-bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Graph>& out) {
+bool cl_graph(col::Source& r, const std::string& p, col::u128 n, std::vector<Graph>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1217,7 +1219,7 @@ bool cl_graph(col::Reader& r, const std::string& p, col::u128 n, std::vector<Gra
     return true;
 }
 
-bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<Extension>& out) {
+bool cl_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<Extension>& out) {
     out.clear();
     if (n == 0) return true;
     // name
@@ -1256,7 +1258,7 @@ bool cl_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_signature_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<SignatureTable>& out) {
+bool cl_signature_table(col::Source& r, const std::string& p, col::u128 n, std::vector<SignatureTable>& out) {
     out.clear();
     if (n == 0) return true;
     // output
@@ -1313,7 +1315,7 @@ bool cl_signature_table(col::Reader& r, const std::string& p, col::u128 n, std::
     return true;
 }
 
-bool cl_module_call_table(col::Reader& r, const std::string& p, col::u128 n, std::vector<ModuleCallTable>& out) {
+bool cl_module_call_table(col::Source& r, const std::string& p, col::u128 n, std::vector<ModuleCallTable>& out) {
     out.clear();
     if (n == 0) return true;
     // fqn
@@ -1340,7 +1342,7 @@ bool cl_module_call_table(col::Reader& r, const std::string& p, col::u128 n, std
     return true;
 }
 
-bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<Document>& out) {
+bool cl_document(col::Source& r, const std::string& p, col::u128 n, std::vector<Document>& out) {
     out.clear();
     if (n == 0) return true;
     // header
@@ -1441,7 +1443,7 @@ bool cl_document(col::Reader& r, const std::string& p, col::u128 n, std::vector<
 }
 
 // An optional ModuleCallTable (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_module_call_table(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_module_call_table(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<ModuleCallTable>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1462,7 +1464,7 @@ bool cl_optional_module_call_table(col::Reader& r, const std::string& p, col::u1
 }
 
 // An optional Producer (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_producer(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<Producer>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1483,7 +1485,7 @@ bool cl_optional_producer(col::Reader& r, const std::string& p, col::u128 n,
 }
 
 // An optional ProvenanceTable (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_provenance_table(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<ProvenanceTable>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1504,7 +1506,7 @@ bool cl_optional_provenance_table(col::Reader& r, const std::string& p, col::u12
 }
 
 // An optional SignatureTable (spec §6.2): `#present`, then the present values' rows at the same path.
-bool cl_optional_signature_table(col::Reader& r, const std::string& p, col::u128 n,
+bool cl_optional_signature_table(col::Source& r, const std::string& p, col::u128 n,
                       std::vector<std::optional<SignatureTable>>& out, bool& found) {
     out.clear();
     found = true;
@@ -1524,7 +1526,7 @@ bool cl_optional_signature_table(col::Reader& r, const std::string& p, col::u128
     return true;
 }
 
-bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out,
+bool cl_list_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Argument>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1548,7 +1550,7 @@ bool cl_list_argument(col::Reader& r, const std::string& p, col::u128 n, std::ve
     return true;
 }
 
-bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out,
+bool cl_list_bool(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<bool>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1572,7 +1574,7 @@ bool cl_list_bool(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out,
+bool cl_list_debug_file(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<DebugFile>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1594,7 +1596,7 @@ bool cl_list_debug_file(col::Reader& r, const std::string& p, col::u128 n, std::
     return true;
 }
 
-bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out,
+bool cl_list_extension(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Extension>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1616,7 +1618,7 @@ bool cl_list_extension(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out,
+bool cl_list_f64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<double>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1640,7 +1642,7 @@ bool cl_list_f64(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out,
+bool cl_list_i32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int32_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1665,7 +1667,7 @@ bool cl_list_i32(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out,
+bool cl_list_i64(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::int64_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1690,7 +1692,7 @@ bool cl_list_i64(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out,
+bool cl_list_key_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<KeyValue>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1712,7 +1714,7 @@ bool cl_list_key_value(col::Reader& r, const std::string& p, col::u128 n, std::v
     return true;
 }
 
-bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out,
+bool cl_list_named_argument(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<NamedArgument>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1734,7 +1736,7 @@ bool cl_list_named_argument(col::Reader& r, const std::string& p, col::u128 n, s
     return true;
 }
 
-bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out,
+bool cl_list_node(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Node>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1756,7 +1758,7 @@ bool cl_list_node(col::Reader& r, const std::string& p, col::u128 n, std::vector
     return true;
 }
 
-bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out,
+bool cl_list_str(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::string>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1780,7 +1782,7 @@ bool cl_list_str(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out,
+bool cl_list_u32(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint32_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1805,7 +1807,7 @@ bool cl_list_u32(col::Reader& r, const std::string& p, col::u128 n, std::vector<
     return true;
 }
 
-bool cl_list_u8(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint8_t>>& out,
+bool cl_list_u8(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<std::uint8_t>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1830,7 +1832,7 @@ bool cl_list_u8(col::Reader& r, const std::string& p, col::u128 n, std::vector<s
     return true;
 }
 
-bool cl_list_value(col::Reader& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out,
+bool cl_list_value(col::Source& r, const std::string& p, col::u128 n, std::vector<std::vector<Value>>& out,
              bool& found) {
     out.clear();
     found = true;
@@ -1858,6 +1860,19 @@ bool decode_columnar(std::string_view payload, Document& out, rt::Failure& failu
                      const char* const* numbers, std::size_t count) {
     col::Reader r(failure, payload.size());
     if (!r.parse(payload, numbers, count, limits)) return false;
+    std::vector<Document> rows;
+    if (!cl_document(r, "$", 1, rows)) return false;
+    out = std::move(rows[0]);
+    return true;
+}
+
+// Codec 4 (spec §7): the Columns buffer without its side index (§7.1, §5.4), its directory checked on
+// opening (§7.4), then the same row building as codec 3 on its typed vectors (§7.3).
+bool decode_flatbuffers_columns(std::string_view payload, Document& out, rt::Failure& failure) {
+    const auto* data = reinterpret_cast<const std::uint8_t*>(payload.data());
+    fbcol::Directory directory;
+    if (!directory.open(data, fb::document_size(data, payload.size()), failure)) return false;
+    fbcol::Columns r(directory, failure, payload.size());
     std::vector<Document> rows;
     if (!cl_document(r, "$", 1, rows)) return false;
     out = std::move(rows[0]);

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from tracepack.errors import DecodeError, InputError
+from tracepack.errors import NOT_DECODE_ERRORS, DecodeError, InputError
 
 __all__ = ["generated", "guarded"]
 
@@ -36,6 +36,8 @@ def guarded(fn: Callable[[], T], *, source: str, where: str, expected: str) -> T
     """Run a read through flatc's accessors; a malformed buffer becomes a one-line DecodeError."""
     try:
         return fn()
+    except NOT_DECODE_ERRORS:
+        raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (IndexError, struct.error, ValueError, TypeError, AttributeError, UnicodeDecodeError, OverflowError) as exc:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DecodeError(

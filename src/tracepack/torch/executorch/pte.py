@@ -62,6 +62,8 @@ class PteProgram(NamedTuple):
         if name is None:
             if len(self.methods) == 1:
                 return self.methods[0]
+            if not self.methods:  # the file's fault, not the caller's
+                raise LegacyFormatError("the program has no methods", where="$.execution_plan", expected="a method")
             name = "forward"
         for meth in self.methods:
             if meth.name == name:

@@ -37,7 +37,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tracepack.errors import LegacyFormatError
+from tracepack.errors import InputError, LegacyFormatError
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
 
@@ -351,6 +351,8 @@ def upgrade_program(program: Any, *, source: str = "<model.json>", target: Schem
         for major, step in STEPS:
             if version.major <= major < target.major or (major == target.major - 1 and version.major == target.major):
                 p = step(p)
+    except InputError:
+        raise  # a step's own one-line error (a ValueError too)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise LegacyFormatError(
             f"cannot upgrade schema {version}: unexpected layout ({type(exc).__name__}: {exc})", source=source

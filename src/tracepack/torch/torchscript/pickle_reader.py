@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from tracepack.errors import LegacyFormatError, UnsafePickleError
+from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError
 from tracepack.io import limits as budget
 
 __all__ = [
@@ -846,6 +846,8 @@ def _reduce(r: _Reader) -> None:
         raise r.fail(f"REDUCE of {ref.qualname} with non-tuple arguments")
     try:
         value = ref.build(args)
+    except InputError:
+        raise  # a constructor's own refusal (a ValueError too), as it said it
     except (ValueError, TypeError) as exc:
         raise r.fail(f"bad arguments for {ref.qualname}: {exc}") from None
     kind = type(value)
