@@ -11,7 +11,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 TORCH_PIN := torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv venv-torch venv-ray test-torch demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
+.PHONY: help venv venv-torch venv-ray test-torch torch-suite real-programs demo smoke wheels wheels-config test test-fast conformance conformance-vectors generate check fix bench cpp cpp-asan cpp-deps conformance-cpp ci-cpp samples executorch-samples real-models release-samples dictionary dictionary-check dictionary-corpus-check executorch-dictionary executorch-dictionary-check fuzz fuzz-big fuzz-cov fuzz-smoke fuzz-corpus release-schema schema-fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -58,6 +58,24 @@ test-torch: ## Run tests/torch against another torch release: make test-torch TO
 	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'torch==$(TORCH)'
 	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,torch]'
 	HYPOTHESIS_PROFILE=fast $(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider $(TORCH_TESTS)
+
+# PyTorch's own export tests (never copied here) with tracepack in the loop, against the same tests
+# without it (scripts/torch/dropin_suite.py; docs/torch-load.md has the figures).
+#   make torch-suite TORCH_EXPORT_TESTS=/path/to/pytorch/test/export   (a source tree of torch 2.13.0)
+# TORCH_EXPORT_FILES picks the files (default: test_serialize.py test_serdes.py test_export.py, the last sampled).
+TORCH_EXPORT_TESTS ?=
+TORCH_EXPORT_FILES ?=
+torch-suite: $(TORCH_STAMP) ## PyTorch's export tests with tracepack pack+load in the loop: TORCH_EXPORT_TESTS=.../test/export
+	@test -n "$(TORCH_EXPORT_TESTS)" || { echo "make torch-suite: set TORCH_EXPORT_TESTS to test/export of a PyTorch $(TORCH_PIN) source tree" >&2; exit 2; }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check expecttest   # torch.testing._internal imports it
+	$(BIN)/python scripts/torch/dropin_suite.py "$(TORCH_EXPORT_TESTS)" $(TORCH_EXPORT_FILES)
+
+# The load benchmark's real third-party programs (.bench/real-pt2, outside git), exported with a Python
+# that has torch, torchvision, timm and transformers: make real-programs REAL_PYTHON=/path/to/python
+REAL_PYTHON ?=
+real-programs: ## Export the load benchmark's real programs into .bench/real-pt2: REAL_PYTHON=python-with-transformers
+	@test -n "$(REAL_PYTHON)" || { echo "make real-programs: set REAL_PYTHON to a python with torch 2.12-2.15, torchvision, timm and transformers" >&2; exit 2; }
+	"$(REAL_PYTHON)" -W ignore scripts/torch/real_programs.py .bench/real-pt2
 
 demo: $(RUN_STAMP) ## Run the main job on the bundled sample: size and speed against the legacy form
 	$(BIN)/tracepack demo

@@ -92,7 +92,47 @@ def describe(ep: Any) -> dict[str, Any]:
         (
             sorted((str(k), str(v)) for k, v in getattr(env, "backed_var_to_val", env.var_to_val).items()),
             sorted((str(k), str(v)) for k, v in env.var_to_range.items()),
+            [str(g.expr) for g in env.guards],
+            sorted((str(k), str(v)) for k, v in env.replacements.items()),
+            sorted(str(k) for k in env.size_like),
+            env.num_deferred_runtime_asserts,
+            sorted((str(k), [str(ra.expr) for ra in v]) for k, v in env.deferred_runtime_asserts.items()),
         )
         for env in shape_envs.values()
     ]
+    out["aliasing"] = aliasing(ep)
     return out
+
+
+def aliasing(ep: Any) -> list[Any]:
+    """Which node values are the same object, share a storage or a symbolic size's node, and of which
+    class each symbolic node is, numbered by first appearance: torch gives every value its own
+    storage and nodes, and reuses objects only where it hands out the same value twice (a getitem's
+    value in its producer's tuple, the output node's)."""
+    seen: dict[int, int] = {}
+    storages: dict[int, int] = {}
+    sym_nodes: dict[int, int] = {}
+
+    def number(table: dict[int, int], key: int) -> int:
+        return table.setdefault(key, len(table))
+
+    rows: list[Any] = []
+    for _, m in graph_modules(ep):
+        for n in m.graph.nodes:
+            for v in torch.utils._pytree.tree_leaves(n.meta.get("val")):
+                if not isinstance(v, torch.Tensor):
+                    continue
+                syms = [x for x in (*v.shape, *v.stride(), v.storage_offset(), v.untyped_storage().nbytes())
+                        if isinstance(x, torch.SymInt)]  # fmt: skip
+                rows.append(
+                    (
+                        n.name,
+                        number(seen, id(v)),
+                        number(storages, v.untyped_storage()._cdata),
+                        tuple(
+                            (number(sym_nodes, id(x.node)), type(x.node).__qualname__, type(x.node).__module__)
+                            for x in syms
+                        ),
+                    )
+                )
+    return rows

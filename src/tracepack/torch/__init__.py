@@ -170,20 +170,35 @@ def load(
     cannot). Without it, a :class:`~tracepack.errors.LegacyFormatError` names the programs held.
     See docs/torch-load.md.
     """
-    from tracepack.torch.loader import load_pt2
+    from tracepack.torch.loader import OlderArchive, load_pt2
     from tracepack.torch.upgrade import load_if_old
 
     _torch()  # first: without torch, the ImportError that names the extra (tests/ux/test_api.py)
-    old = load_if_old(f, trust_pickles=trust_pickles)  # torch 2.1-2.7's flat archives and older schemas: upgraded first
+    start = None if isinstance(f, (str, os.PathLike)) or not f.seekable() else f.tell()
+    kwargs: dict[str, Any] = {
+        "extra_files": extra_files,
+        "expected_opset_version": expected_opset_version,
+        "trust_pickles": trust_pickles,
+        "model": model,
+    }
+    # A path that is not a regular file (missing, a folder, a FIFO): the upgrade's check refuses it in
+    # its words, never opening a FIFO; anything else is read once, and upgraded only if it must be.
+    regular = not isinstance(f, (str, os.PathLike)) or os.path.isfile(f)
+    if regular:
+        try:
+            return load_pt2(f, older=True, **kwargs)
+        except OlderArchive:
+            pass
+    # torch 2.1-2.7's flat archives and older schemas: upgraded (or, not one after all, refused with
+    # the loader's own words)
+    if start is not None:
+        f.seek(start)  # type: ignore[union-attr]
+    old = load_if_old(f, trust_pickles=trust_pickles)
     if old is not None:
         return old
-    return load_pt2(
-        f,
-        extra_files=extra_files,
-        expected_opset_version=expected_opset_version,
-        trust_pickles=trust_pickles,
-        model=model,
-    )
+    if start is not None:
+        f.seek(start)  # type: ignore[union-attr]
+    return load_pt2(f, **kwargs)
 
 
 def save(

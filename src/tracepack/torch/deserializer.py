@@ -14,6 +14,16 @@ module's globals) so that a few steps take a shorter road to the same result:
     tensor made inside ``in_kernel_invocation_manager``, wrapped in a ``FakeTensor`` on the
     requested device); here it is called directly. Static sizes are read without the union
     accessors.
+``replay``
+    (on top of ``fake_tensors``) the first value of each dtype, device and symbolic shape is made
+    that way; every later one gets fresh size and stride nodes equal to the first's without
+    parsing its strings again, and the symbolic arithmetic ``empty_strided`` does on them (storage
+    size, checks) answers from a memo of this load while the shape environment does not change
+    (:mod:`tracepack.torch.fake`). Torch's ``_parse_sym_expr`` tells the memo whenever it runs.
+``nodes``
+    a node calling an ATen operator is built as ``deserialize_node`` builds it, with its operator,
+    argument plan and metadata strings looked up once per load (:mod:`tracepack.torch.nodes`);
+    every other node goes through torch's method.
 ``lazy_root``
     ``GraphModuleDeserializer.deserialize`` builds a ``GraphModule`` only to hand it to
     ``ExportedProgram``, which builds its own from it (after replacing the graph's code generator)
@@ -28,9 +38,15 @@ module's globals) so that a few steps take a shorter road to the same result:
 Each step other than ``sympy`` is used only when the installed torch has what it relies on, checked
 once per process: the names the rebound code uses, the shape of torch's own function (the fake
 tensor step compares the names torch's ``deserialize_tensor_meta`` uses with the ones it was
-written against), and a trial (the fake tensor step makes a tensor both ways and compares them).
-Otherwise torch's code runs as it is. :data:`FAST` switches all of them off (tests load every file
-both ways and compare with ``torch.export.load``).
+written against; ``nodes`` those of every method it replaces), and a trial (the fake tensor steps
+make tensors both ways and compare them, their shared nodes and storages and the shape
+environment they leave). Otherwise torch's code runs as it is. :data:`FAST` switches all of them
+off and :data:`SKIP` some (tests load every file both ways and compare with ``torch.export.load``).
+
+On every road, ``GraphModuleDeserializer.deserialize`` is rebound too: example inputs given as the
+archive's bytes are unpickled inside it (where torch unpickles them, so fake tensors among them are
+made in the program's fake mode) by the loader's safe unpickler, never torch's (which falls back to
+a full unpickle).
 """
 
 from __future__ import annotations
@@ -42,10 +58,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FAST", "Patched", "patched"]
+__all__ = ["FAST", "SKIP", "Patched", "patched"]
 
 #: Use the shorter roads where the installed torch allows them (tests turn this off to compare).
 FAST = True
+
+#: Shorter roads left out even where the installed torch allows them (the benchmark times the loader
+#: without ``replay`` and ``nodes``, as it was before them; tests take each road apart).
+SKIP: frozenset[str] = frozenset()
 
 #: The globals torch's ``deserialize_tensor_meta`` reads (torch 2.6 through 2.15); another set means
 #: torch changed how it makes fake tensors, and its own code runs.
@@ -78,10 +98,13 @@ class Patched:
     state: threading.local
     #: the shorter roads in use (names as in the module docs)
     features: tuple[str, ...]
+    #: example inputs given as bytes are unpickled inside torch's deserializer by ``state.artifact``
+    #: (otherwise the caller unpickles them first: fake tensors among them cannot be made then)
+    inputs_inside: bool = False
 
 
 _LOCK = threading.Lock()
-_PATCHED: dict[bool, Patched] = {}
+_PATCHED: dict[tuple[bool, frozenset[str]], Patched] = {}
 
 
 def _rebind(fn: Any, g: dict[str, Any]) -> Any:
@@ -216,7 +239,7 @@ def _lazy_graph_module() -> Any:
     return cls if isinstance(cls, type) and hasattr(cls, "real_recompile") else None
 
 
-def _build(serde: Any, fast: bool) -> Patched:
+def _build(serde: Any, fast: bool, skip: frozenset[str] = frozenset()) -> Patched:
     g = dict(vars(serde))
     state = threading.local()
     features: list[str] = ["sympy"]
@@ -229,12 +252,43 @@ def _build(serde: Any, fast: bool) -> Patched:
     g["sympy"] = _SympyRouter()
     base = serde.GraphModuleDeserializer
     methods: dict[str, Any] = {"_parse_sym_expr": _rebind(base._parse_sym_expr, g)}
+    #: per-load helpers made with each deserializer: name -> (deserializer -> helper or None)
+    helpers: dict[str, Callable[[Any], Any]] = {}
 
     if fast:
         maker = _fake_tensor_maker(serde)
         if maker is not None:
             methods["deserialize_tensor_meta"] = maker
             features.append("fake_tensors")
+            from tracepack.torch import fake
+
+            if "replay" not in skip and fake.checked(serde):
+                parse = methods["_parse_sym_expr"]
+
+                def replayed(self: Any, tensor_meta: Any) -> Any:
+                    # made on first use: the shape environment and fake mode exist by then
+                    f = self.__dict__.get("_tracepack_fake")
+                    if f is None:
+                        f = self.__dict__["_tracepack_fake"] = fake.factory(serde, self, maker)
+                    return f(tensor_meta)
+
+                def parse_and_invalidate(self: Any, *args: Any, **kwargs: Any) -> Any:
+                    f = self.__dict__.get("_tracepack_fake")
+                    if f is None:
+                        return parse(self, *args, **kwargs)
+                    with f.watching():  # a parse that changed the shape environment drops the memo
+                        return parse(self, *args, **kwargs)
+
+                methods["deserialize_tensor_meta"] = replayed
+                methods["_parse_sym_expr"] = parse_and_invalidate
+                features.append("replay")
+
+        from tracepack.torch import nodes
+
+        if "nodes" not in skip and nodes.checked(serde):
+            torchs = {n: getattr(base, n) for n in ("deserialize_node", "deserialize_metadata", "deserialize_operator")}
+            helpers["nodes"] = lambda d: nodes.node_builder(serde, d, torchs, lambda: _invalidate(d))
+            features.append("nodes")
 
         graph_fn = base.deserialize_graph
         shapes = g.get("symbolic_shapes")
@@ -251,55 +305,85 @@ def _build(serde: Any, fast: bool) -> Patched:
             methods["deserialize_graph"] = _rebind(graph_fn, {**g, "symbolic_shapes": quiet})
             features.append("unbacked")
 
-        lazy = _lazy_graph_module()
-        top = base.deserialize
+    # GraphModuleDeserializer.deserialize, rebound: example inputs given as bytes are unpickled by the
+    # loader's safe unpickler (``state.artifact``), not torch's (which falls back to a full unpickle),
+    # and where the installed torch allows, the graph module it hands to ExportedProgram is lazy.
+    top = base.deserialize
+    inputs_inside = {"_CURRENT_DESERIALIZER", "deserialize_torch_artifact"} <= set(top.__code__.co_names)
+    if inputs_inside:
+        torchs_artifact = serde.deserialize_torch_artifact
+
+        def artifact(serialized: Any) -> Any:
+            load = getattr(state, "artifact", None)
+            if load is None or isinstance(serialized, (dict, tuple)) or len(serialized) == 0:
+                return torchs_artifact(serialized)  # no bytes to unpickle: torch's own answer
+            out = load(serialized)
+            if not isinstance(out, (tuple, dict)):
+                raise AssertionError(f"expected tuple or dict, got {type(out).__name__}")
+            return out
+
+        gd = {**g, "deserialize_torch_artifact": artifact, "_CURRENT_DESERIALIZER": None}
+        lazy = _lazy_graph_module() if fast else None
         ep = g.get("ep")
-        if (
-            lazy is not None
-            and ep is not None
-            and hasattr(ep, "_create_graph_module_for_export")
-            and {"ep", "_create_graph_module_for_export", "_CURRENT_DESERIALIZER"} <= set(top.__code__.co_names)
-        ):
+        if lazy is not None and ep is not None and hasattr(ep, "_create_graph_module_for_export"):
 
             def lazy_root(root: Any, graph: Any) -> Any:
                 return lazy(root, graph)  # ExportedProgram builds (and compiles) its own from it
 
-            gd = {**g, "ep": _Proxy(ep, _create_graph_module_for_export=lazy_root), "_CURRENT_DESERIALIZER": None}
-            inner = _rebind(top, gd)
-
-            def deserialize(self: Any, *args: Any, **kwargs: Any) -> Any:
-                # torch's code sets the module global _CURRENT_DESERIALIZER (read by pickled fake
-                # tensors in the metadata): rebound, it would set ``gd``'s; set torch's here.
-                if serde._CURRENT_DESERIALIZER is not None:
-                    raise AssertionError("_CURRENT_DESERIALIZER is already set")
-                serde._CURRENT_DESERIALIZER = self
-                gd["_CURRENT_DESERIALIZER"] = None
-                try:
-                    return inner(self, *args, **kwargs)
-                finally:
-                    serde._CURRENT_DESERIALIZER = None
-                    gd["_CURRENT_DESERIALIZER"] = None
-
-            methods["deserialize"] = deserialize
+            gd["ep"] = _Proxy(ep, _create_graph_module_for_export=lazy_root)
             features.append("lazy_root")
+        inner = _rebind(top, gd)
+
+        def deserialize(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # torch's code sets the module global _CURRENT_DESERIALIZER (read by pickled fake
+            # tensors in the example inputs and metadata): rebound, it would set ``gd``'s; set torch's here.
+            if serde._CURRENT_DESERIALIZER is not None:
+                raise AssertionError("_CURRENT_DESERIALIZER is already set")
+            serde._CURRENT_DESERIALIZER = self
+            gd["_CURRENT_DESERIALIZER"] = None
+            try:
+                return inner(self, *args, **kwargs)
+            finally:
+                serde._CURRENT_DESERIALIZER = None
+                gd["_CURRENT_DESERIALIZER"] = None
+                # torch drops the deserializer once this returns; its methods bound to it and its lazy
+                # map's closures make it a reference cycle, whose parts (the fake tensor memo, tables of
+                # every node) would wait for the cyclic collector: let go of them now.
+                self.__dict__.clear()
+
+        methods["deserialize"] = deserialize
 
     def make_graph_deserializer(*args: Any, **kwargs: Any) -> Any:
         # torch's class is final (a metaclass refuses subclasses): the methods are the instance's own.
         d = base(*args, **kwargs)
         for name, fn in methods.items():
             setattr(d, name, types.MethodType(fn, d))
+        make_nodes = helpers.get("nodes")
+        builder = None if make_nodes is None else make_nodes(d)
+        if builder is not None:
+            d.deserialize_node = builder.deserialize_node
+            d.deserialize_metadata = builder.deserialize_metadata
+            d.deserialize_operator = builder.deserialize_operator
         return d
 
     g["GraphModuleDeserializer"] = make_graph_deserializer
     run = _rebind(serde.ExportedProgramDeserializer.deserialize, g)
-    return Patched(deserialize=run, state=state, features=tuple(features))
+    return Patched(deserialize=run, state=state, features=tuple(features), inputs_inside=inputs_inside)
 
 
-def patched(serde: Any, *, fast: bool | None = None) -> Patched:
-    """torch's deserializer rebound (built once per process and ``fast`` setting)."""
+def _invalidate(d: Any) -> None:
+    """torch's own code ran on ``d``: the fake tensor memo reuses nothing computed before."""
+    f = d.__dict__.get("_tracepack_fake")
+    if f is not None:
+        f.invalidate()
+
+
+def patched(serde: Any, *, fast: bool | None = None, skip: frozenset[str] | None = None) -> Patched:
+    """torch's deserializer rebound (built once per process, ``fast`` and ``skip`` setting)."""
     fast = FAST if fast is None else fast
+    skip = SKIP if skip is None else skip
     with _LOCK:
-        found = _PATCHED.get(fast)
+        found = _PATCHED.get((fast, skip))
         if found is None:
-            found = _PATCHED[fast] = _build(serde, fast)
+            found = _PATCHED[(fast, skip)] = _build(serde, fast, skip)
     return found

@@ -34,8 +34,10 @@ import io
 import os
 import re
 import stat
+import struct
 import tokenize
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -43,7 +45,28 @@ from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, V
 from tracepack.io.zip import check_member, open_zip
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
-__all__ = ["load_pt2", "load_program_dict", "safe_sympy_text"]
+__all__ = ["ArchiveMismatch", "ArchiveRefused", "load_pt2", "load_program_dict", "safe_sympy_text"]
+
+
+class ArchiveRefused(LegacyFormatError, RuntimeError):
+    """An archive ``torch.export.load`` refuses with a ``RuntimeError`` (a member it needs is missing,
+    the zip's format version is not one torch reads): also a ``RuntimeError``, for code written
+    around ``torch.export.load``."""
+
+
+class ArchiveMismatch(LegacyFormatError, ValueError):
+    """An ``archive_version`` other than the one the installed torch writes: torch's ``ValueError``
+    and message, also a ``ValueError``."""
+
+
+class OlderArchive(Exception):
+    """Internal: the archive is one :mod:`tracepack.torch.upgrade` reads (a flat archive of torch
+    2.1-2.7, or a program of an older schema); raised by :func:`load_pt2` only when asked to check."""
+
+
+class ArchiveFormatError(LegacyFormatError, AssertionError):
+    """An ``archive_format`` other than ``pt2`` (torch: ``AssertionError("Invalid archive format")``)."""
+
 
 _MODEL = re.compile(r"models/([^/]+)\.json")
 
@@ -92,6 +115,8 @@ class _Zip:
             raise LegacyFormatError("no such member", source=self.where(rel))
         check_member(info, self.where(rel))
         buf = bytearray(info.file_size)
+        if info.compress_type == zipfile.ZIP_STORED and self._read_stored(info, buf):
+            return buf
         try:
             with self.zip.open(info) as f:
                 got = f.readinto(buf)  # type: ignore[attr-defined]
@@ -101,6 +126,41 @@ class _Zip:
         if got != info.file_size or extra:
             raise LegacyFormatError("member size does not match the zip directory", source=self.where(rel))
         return buf
+
+    def _read_stored(self, info: zipfile.ZipInfo, buf: bytearray) -> bool:
+        """An uncompressed member read straight into ``buf`` (what ``ZipFile.open`` does for one, without
+        its per-member file object): the local header checked as zipfile checks it, the bytes read,
+        their CRC-32 compared with the directory's. False where zipfile's own reader is needed (an
+        encrypted member, a header that differs from the directory: it says what is wrong)."""
+        fp = self.zip.fp
+        if fp is None or info.flag_bits & 0x61:  # encrypted or patched: zipfile says it cannot
+            return False
+        fp.seek(info.header_offset)
+        header = fp.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            return False
+        flags, method = struct.unpack("<HH", header[6:10])
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        if flags & 0x1 or method != zipfile.ZIP_STORED:
+            return False
+        try:
+            name = fp.read(name_length).decode("utf-8" if flags & 0x800 else "cp437")
+        except UnicodeDecodeError:
+            return False
+        if name != info.orig_filename:
+            return False
+        fp.seek(extra_length, io.SEEK_CUR)
+        got = fp.readinto(buf)  # type: ignore[attr-defined]
+        if got != info.file_size:
+            raise LegacyFormatError("member size does not match the zip directory", source=self.where_info(info))
+        if zlib.crc32(buf) != info.CRC:
+            raise LegacyFormatError(
+                f"cannot read member: Bad CRC-32 for file {info.filename!r}", source=self.where_info(info)
+            )
+        return True
+
+    def where_info(self, info: zipfile.ZipInfo) -> str:
+        return f"{self.source}:{info.filename}"
 
     def text(self, rel: str) -> str:
         try:
@@ -340,13 +400,108 @@ def _weights_only(z: _Zip, rel: str, *, trust: bool, what: str) -> Any:
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
+#: The zip format versions (``.data/version``) torch's PyTorchStreamReader reads (caffe2's
+#: kMinSupportedFileFormatVersion and kMaxSupportedFileFormatVersion, 1 and 10 from torch 1.x through 2.15).
+_ZIP_VERSIONS = range(1, 11)
+_SPACE = " \t\n\v\f\r"
+
+
+def _stoull(text: str) -> int | None:
+    """``std::stoull(text)`` as torch's C++ reader parses ``.data/version``: leading white space, a sign,
+    base-10 digits, anything after them ignored, a negative value wrapped to 64 bits. None where it
+    raises (no digits); an out-of-range value is returned as it is (the caller refuses it)."""
+    rest = text.lstrip(_SPACE)
+    sign = 1
+    if rest[:1] in ("+", "-"):
+        sign = -1 if rest[0] == "-" else 1
+        rest = rest[1:]
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if digits == 0:
+        return None
+    value = int(rest[:digits])
+    return value if sign == 1 or value >= 2**64 else (-value) % 2**64
+
+
+def _check_archive(z: _Zip, c: Any, model: str) -> None:
+    """What ``torch.export.load`` checks before it reads a program, in its order: the zip format
+    version torch's C++ reader accepts, ``archive_format``, ``archive_version``, the program's example
+    inputs member. Each refusal is a :class:`~tracepack.errors.LegacyFormatError` that is also the
+    exception torch raises there."""
+    rel = ".data/version" if z.has(".data/version") else "version"
+    if not z.has(rel):
+        raise ArchiveRefused(
+            "no such member (torch's reader needs the zip format version)", source=z.where(".data/version")
+        )
+    version = _stoull(z.text(rel))
+    if version is None or version not in _ZIP_VERSIONS:
+        raise ArchiveRefused(
+            f"zip format version {z.text(rel)[:20]!r} is not one torch reads",
+            source=z.where(rel),
+            expected=f"{_ZIP_VERSIONS.start} to {_ZIP_VERSIONS.stop - 1}",
+        )
+    if not z.has(c.ARCHIVE_FORMAT_PATH):
+        raise ArchiveRefused("no such member", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="a torch.export .pt2")
+    if z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
+        raise ArchiveFormatError(
+            "not a pt2 archive (torch: Invalid archive format)",
+            source=z.where(c.ARCHIVE_FORMAT_PATH),
+            expected=c.ARCHIVE_FORMAT_VALUE,
+        )
+    if not z.has(c.ARCHIVE_VERSION_PATH):
+        raise ArchiveRefused("no such member", source=z.where(c.ARCHIVE_VERSION_PATH), expected="a torch.export .pt2")
+    found = z.text(c.ARCHIVE_VERSION_PATH)
+    if found != c.ARCHIVE_VERSION_VALUE:
+        raise ArchiveMismatch(
+            f"Saved archive version {found[:40]} does not match our current archive version {c.ARCHIVE_VERSION_VALUE}.",
+            source=z.where(c.ARCHIVE_VERSION_PATH),
+        )
+    inputs = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
+    if not z.has(inputs):
+        raise ArchiveRefused("no such member (torch reads every program's example inputs)", source=z.where(inputs))
+
+
 def _payload_config(z: _Zip, rel: str) -> Any:
     return converters().convert("PayloadConfig", _json(z.read(rel), z.where(rel)), source=z.where(rel))
 
 
-def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
+class _Records:
+    """What reading a payload config's records looks up, once per load: each dtype code's dtype and
+    item size, each device (torch's ``deserialize_device`` makes a new ``torch.device`` per record)."""
+
+    def __init__(self, serde: Any) -> None:
+        self.serde = serde
+        self.torch = _torch()
+        self.cpu = self.torch.device("cpu")
+        self.dtypes: dict[Any, tuple[Any, int]] = {}
+        self.devices: dict[tuple[Any, Any], Any] = {}
+
+    def dtype(self, code: Any) -> tuple[Any, int]:
+        found = self.dtypes.get(code)
+        if found is None:
+            dtype = self.serde.deserialize_scalar_type(code)
+            found = self.dtypes[code] = (dtype, self.torch.empty((), dtype=dtype).element_size())
+        return found
+
+    def device(self, d: Any) -> Any:
+        dd = d.__dict__
+        key = (dd.get("type"), dd.get("index"))
+        found = self.devices.get(key)
+        if found is None:
+            found = self.devices[key] = self.serde.deserialize_device(d)
+        return found
+
+    def ints(self, values: Any, torchs: Callable[[Any], Any]) -> tuple[int, ...]:
+        """``deserialize_size``/``deserialize_stride``: the ``as_int`` of each (torch's function says
+        what is wrong with anything else)."""
+        out = tuple(v.__dict__.get("as_int") for v in values)
+        if None in out or not all(type(x) is int for x in out):
+            return tuple(torchs(values))
+        return out
+
+
+def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any, records: _Records) -> dict[str, Any]:
     """``path_name -> flat tensor`` for the raw (not pickled) records, each read once (aliases share it)."""
-    torch = _torch()
+    torch = records.torch
     out: dict[str, Any] = {}
     for meta in config.config.values():
         if meta.use_pickle or meta.path_name in out:
@@ -355,21 +510,20 @@ def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
         tm = meta.tensor_meta
         if tm is None:
             raise LegacyFormatError("a raw record without tensor_meta", source=z.where(rel))
-        dtype = serde.deserialize_scalar_type(tm.dtype)
-        device = serde.deserialize_device(tm.device)
+        dtype, itemsize = records.dtype(tm.dtype)
+        device = records.device(tm.device)
         if not z.has(rel):
             raise LegacyFormatError("no such member", source=z.where(rel))
         if z.size(rel) == 0:
-            tensor = torch.zeros(serde.deserialize_size(tm.sizes), dtype=dtype, device=device)
+            tensor = torch.zeros(records.ints(tm.sizes, serde.deserialize_size), dtype=dtype, device=device)
         else:
             buf = z.read_into(rel)
-            itemsize = torch.empty((), dtype=dtype).element_size()
             if len(buf) % itemsize:
                 raise LegacyFormatError(
                     f"{len(buf)} bytes is not a whole number of {dtype} elements", source=z.where(rel)
                 )
             tensor = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
-            if device != torch.device("cpu"):
+            if device != records.cpu:
                 tensor = tensor.to(device)
         if tm.requires_grad:
             tensor.requires_grad_(True)
@@ -377,13 +531,13 @@ def _raw_tensors(z: _Zip, base: str, config: Any, serde: Any) -> dict[str, Any]:
     return out
 
 
-def _strided(flat: Any, tm: Any, serde: Any, where: str) -> Any:
-    torch = _torch()
+def _strided(flat: Any, tm: Any, serde: Any, where: str, records: _Records) -> Any:
+    torch = records.torch
     try:
         return torch.as_strided(
             flat,
-            size=serde.deserialize_size(tm.sizes),
-            stride=serde.deserialize_stride(tm.strides),
+            size=records.ints(tm.sizes, serde.deserialize_size),
+            stride=records.ints(tm.strides, serde.deserialize_stride),
             storage_offset=serde.deserialize_storage_offset(tm.storage_offset),
         )
     except RuntimeError as exc:
@@ -410,7 +564,8 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     if not z.has(rel):
         raise LegacyFormatError("no weights config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
-    flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde)
+    records = _Records(serde)
+    flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde, records)
     torch = _torch()
     out: dict[str, Any] = {}
     for fqn, meta in config.config.items():
@@ -418,7 +573,7 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
         if meta.use_pickle:
             out[fqn] = _weights_only(z, member, trust=trust, what=f"weight {fqn!r} stored as a pickle")
             continue
-        tensor = _strided(flat[meta.path_name], meta.tensor_meta, serde, z.where(member))
+        tensor = _strided(flat[meta.path_name], meta.tensor_meta, serde, z.where(member), records)
         if meta.is_param:
             out[fqn] = torch.nn.Parameter(tensor, requires_grad=meta.tensor_meta.requires_grad)
         else:
@@ -434,7 +589,8 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     if not z.has(rel):
         raise LegacyFormatError("no constants config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
-    flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde)
+    records = _Records(serde)
+    flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde, records)
     torch = _torch()
     out: dict[str, Any] = {}
     for fqn, meta in config.config.items():
@@ -444,7 +600,7 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
             if meta.use_pickle:
                 out[fqn] = _weights_only(z, member, trust=trust, what=f"constant {fqn!r} stored as a pickle")
             else:
-                out[fqn] = _strided(flat[path], meta.tensor_meta, serde, z.where(member))
+                out[fqn] = _strided(flat[path], meta.tensor_meta, serde, z.where(member), records)
         elif path.startswith(c.CUSTOM_OBJ_FILENAME_PREFIX):
             if not trust:
                 raise _refuse(z.where(member), f"constant {fqn!r} is a torchbind object")
@@ -482,11 +638,18 @@ def load_program_dict(program: Any, source: str) -> Any:
     return converters().convert("ExportedProgram", program, source=source)
 
 
-def _program(z: _Zip, model: str) -> Any:
+def _program(z: _Zip, model: str, *, older: bool = False) -> Any:
     from tracepack.torch import pt2
 
     rel = f"models/{model}.json"
     program = _json(z.read(rel), z.where(rel))
+    if older:
+        from tracepack.torch.export.schema_versions import schema_version_of
+        from tracepack.torch.upgrade import installed_schema
+
+        version = schema_version_of(program)
+        if version is not None and version < installed_schema():
+            raise OlderArchive
     tpk = f"{pt2.MEMBER_DIR}{model}.tpk"
     if z.has(tpk):
         import tracepack
@@ -497,19 +660,49 @@ def _program(z: _Zip, model: str) -> Any:
 
 
 def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs: Any, *, source: str,
-                expected_opset_version: dict[str, int] | None = None) -> Any:  # fmt: skip
+                expected_opset_version: dict[str, int] | None = None, trust_pickles: bool = False,
+                inputs_source: str = "<example inputs>") -> Any:  # fmt: skip
     """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse and the
-    shorter roads of :mod:`tracepack.torch.deserializer`."""
+    shorter roads of :mod:`tracepack.torch.deserializer`. ``example_inputs`` given as bytes (the
+    archive's member) are unpickled inside the deserializer, as torch does, by :func:`example_inputs`."""
     from tracepack.torch.deserializer import patched
 
     serde = importlib.import_module("torch._export.serde.serialize")
     rebound = patched(serde)
     rebound.state.sympy = _CachedSympy(serde.sympy, source)
+    rebound.state.artifact = lambda data: example_inputs_of(data, trust=trust_pickles, source=inputs_source)
+    if not rebound.inputs_inside and isinstance(example_inputs, (bytes, bytearray)) and example_inputs:
+        example_inputs = example_inputs_of(bytes(example_inputs), trust=trust_pickles, source=inputs_source)
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
     finally:
         rebound.state.sympy = None
+        rebound.state.artifact = None
+
+
+def example_inputs_of(data: bytes, *, trust: bool, source: str) -> Any:
+    """A program's pickled example inputs, unpickled while torch's deserializer is current.
+
+    torch's data-only unpickler (``weights_only=True``), which also accepts torch's own
+    ``_reconstruct_fake_tensor``: example inputs that are fake tensors (non-strict export with a fake
+    mode) are stored as that call on a JSON tensor description, which the current deserializer makes
+    into a fake tensor in its fake mode (symbolic expressions checked like every other). Anything
+    else that unpickler refuses needs ``trust``, then loads as torch loads it (``weights_only=False``).
+    """
+    torch = _torch()
+    serde = importlib.import_module("torch._export.serde.serialize")
+    allowed = [f for f in (getattr(serde, "_reconstruct_fake_tensor", None),) if f is not None]
+    safe_globals = getattr(torch.serialization, "safe_globals", None)
+    try:
+        if safe_globals is None or not allowed:
+            return torch.load(io.BytesIO(data), weights_only=True)
+        with safe_globals(allowed):
+            return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:
+        if not trust:
+            raise _refuse(source, "example inputs needs more than torch's weights_only unpickler") from exc
+    return torch.load(io.BytesIO(data), weights_only=False)
 
 
 def load_pt2(
@@ -519,8 +712,10 @@ def load_pt2(
     expected_opset_version: dict[str, int] | None = None,
     trust_pickles: bool = False,
     model: str = "model",
+    older: bool = False,
 ) -> Any:
-    """See :func:`tracepack.torch.load`."""
+    """See :func:`tracepack.torch.load`. ``older``: raise :class:`OlderArchive` for an archive the upgrade
+    reads instead (decided from what this load reads anyway: the zip directory and the program)."""
     _torch()  # first: without torch, say which extra installs it
     serde = importlib.import_module("torch._export.serde.serialize")
     source = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<stream>")
@@ -540,14 +735,17 @@ def load_pt2(
             raise InputError(f"cannot read: {exc.strerror}", source=str(source)) from None
         if not stat.S_ISREG(mode):
             raise InputError("not a regular file", source=str(source))
-    z = _Zip(f, str(source))
+    try:
+        z = _Zip(f, str(source))
+    except LegacyFormatError:
+        if older:
+            raise OlderArchive from None  # perhaps a flat archive; the upgrade decides (and says what is wrong)
+        raise
     # Loading makes hundreds of thousands of small objects and no garbage cycles worth collecting
     # midway: the cyclic collector's full passes over them cost up to a third of the time.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        if z.has(c.ARCHIVE_FORMAT_PATH) and z.text(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE:
-            raise LegacyFormatError("not a pt2 archive", source=z.where(c.ARCHIVE_FORMAT_PATH), expected="pt2")
         models = sorted(m.group(1) for rel in z.infos if (m := _MODEL.fullmatch(rel)))
         if model not in models:
             held = f" (it holds {', '.join(repr(m) for m in models)}: pass model= to choose one)" if models else ""
@@ -556,30 +754,32 @@ def load_pt2(
                 source=z.where(f"models/{model}.json"),
                 expected=f"a torch.export .pt2 (models/{model}.json)",
             )
+        _check_archive(z, c, model)
         rel = f"models/{model}.json"
-        serialized = load_program_dict(_program(z, model), z.where(rel))
+        # the parsed JSON is freed as soon as it is converted (it is as large as the dataclasses)
+        serialized = load_program_dict(_program(z, model, older=older), z.where(rel))
         state_dict = _state_dict(z, model, serde, c, trust=trust_pickles)
         constants = _constants(z, model, serde, c, trust=trust_pickles)
         inputs_rel = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
-        example_inputs: Any = None
-        if z.has(inputs_rel):
-            example_inputs = (
-                b""
-                if z.size(inputs_rel) == 0
-                else _weights_only(z, inputs_rel, trust=trust_pickles, what="example inputs")
-            )
+        # Unpickled by the deserializer, as torch does: fake tensors in them are made in its fake mode.
+        example_inputs = z.read(inputs_rel)
         if extra_files is not None:
             for rel_name in z.infos:
                 if rel_name.startswith(c.EXTRA_DIR):
                     extra_files[rel_name[len(c.EXTRA_DIR) :]] = z.text(rel_name)
-        return deserialize(
+        program = deserialize(
             serialized,
             state_dict,
             constants,
             example_inputs,
             source=z.where(rel),
             expected_opset_version=expected_opset_version,
+            trust_pickles=trust_pickles,
+            inputs_source=z.where(inputs_rel),
         )
+        # The decoded program goes before the collector is back: its first pass would walk it all.
+        del serialized, state_dict, constants, example_inputs
+        return program
     finally:
         if collecting:
             gc.enable()
