@@ -132,13 +132,16 @@ fix: $(STAMP) ## Regenerate, then let ruff fix and format what it can
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root).
+# The C++ reader (cpp/ on generated/cpp/): g++, libzstd and zlib, installed with apt-get when missing (as root);
+# and flatc with the FlatBuffers headers, which tests/cpp/test_verifier.py runs FlatBuffers' own Verifier with.
 cpp-deps:
-	@if ! command -v $(CXX) >/dev/null 2>&1 || ! printf '#include <zstd.h>\n#include <zlib.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
+	@if ! command -v $(CXX) >/dev/null 2>&1 || ! command -v flatc >/dev/null 2>&1 || \
+		! printf '#include <zstd.h>\n#include <zlib.h>\n#include <flatbuffers/flatbuffers.h>\n' | $(CXX) -E -x c++ - >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ libzstd-dev zlib1g-dev \
+				flatbuffers-compiler libflatbuffers-dev; \
 		else \
-			echo "make cpp needs g++, libzstd-dev and zlib1g-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
+			echo "make cpp needs g++, libzstd-dev, zlib1g-dev, flatbuffers-compiler and libflatbuffers-dev (run as root, it installs them with apt-get)" >&2; exit 1; \
 		fi; \
 	fi
 
@@ -147,19 +150,6 @@ cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracep
 
 cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
 	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
-
-# The vectors the C++ reader runs: `cat` on all of them; `trace` joins with the lazy reader (branch cpplazy),
-# which sets CPP_VECTORS to '.' (every vector).
-CPP_VECTORS ?= ^(?!.*(^|/|-)trace(-|/|$$))
-CPP_DAMAGED ?= ^(?=invalid/)(?!.*(^|/|-)trace(-|/|$$))
-SANITIZERS := ASAN_OPTIONS=abort_on_error=0:exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=86:print_stacktrace=1
-
-conformance-cpp: $(STAMP) cpp cpp-asan ## The conformance suite against build/tracepack-cpp (exact places), its damaged vectors under ASan/UBSan
-	$(BIN)/python -m conformance.run --impl build/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_VECTORS)'
-	$(SANITIZERS) $(BIN)/python -m conformance.run --impl build/asan/tracepack-cpp -j 2 -q --strict-places --only '$(CPP_DAMAGED)'
-
-ci-cpp: $(STAMP) conformance-cpp ## All of the C++ reader's checks alone (apt deps, builds, conformance, tests/cpp: differential, ASan/UBSan)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cpp
 
 bench: $(STAMP) venv-ray cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run

@@ -99,7 +99,7 @@ std::string describe_content(std::string_view data) {
     return "unknown content starting " + rt::py_bytes_repr(data.substr(0, 8));
 }
 
-bool read_header(std::string_view data, Header& h, Error& error) {
+bool read_header(std::string_view data, Header& h, Error& error, std::uint16_t accepted_flags) {
     if (data.size() < kHeaderSize) {
         const std::size_t n = std::min<std::size_t>(8, data.size());
         if (data.empty() || std::memcmp(data.data(), kMagic, n) != 0) {
@@ -156,7 +156,7 @@ bool read_header(std::string_view data, Header& h, Error& error) {
                                 "0 (none) or 1 (zstd)");
         return false;
     }
-    if ((h.flags & ~kFlagBlockChecksums) != 0) {
+    if ((h.flags & ~(kFlagBlockChecksums | accepted_flags)) != 0) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%#x", h.flags);
         error = container_error("header byte 18", std::string("unknown flags ") + buf, "0 or 0x1 (block checksums)");

@@ -1,6 +1,12 @@
 // tracepack-cpp: the C++ reader's command line.
 //
 //   tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE
+//   tracepack-cpp trace [--json] [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE NODE...
+//
+// `trace` prints each node's stack trace and module hierarchy as `tracepack trace FILE NODE...` does
+// (spec §11.3), reading an uncompressed FlatBuffers file (codec 2 or 4) lazily (spec §9.5): only the
+// bytes of those nodes, their stacks, modules and strings are read and checked; any other file is read
+// whole as `cat` reads it.
 //
 // `cat` prints the document as `tracepack cat FILE` does, byte for byte (spec §11.2). On bad input it
 // exits 2 and prints one line on standard error: `tracepack: FILE: PLACE: problem; expected ...` as the
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "tracepack/dictionaries.hpp"
+#include "tracepack/lazy.hpp"
 #include "tracepack/reader.hpp"
 
 #ifndef TRACEPACK_DICT_DIR_FROM_BINARY
@@ -37,8 +44,11 @@ constexpr int kExitUsage = 2;
 
 const char* const kUsage =
     "usage: tracepack-cpp cat [--error-format text|json] [--zstd-dict FILE|NAME] [--dict-dir DIR] FILE\n"
+    "       tracepack-cpp trace [--json] [--error-format text|json] [--zstd-dict FILE|NAME] FILE NODE...\n"
     "\n"
-    "  cat FILE   print the document as plain JSON, strings resolved (as `tracepack cat FILE`)\n"
+    "  cat FILE          print the document as plain JSON, strings resolved (as `tracepack cat FILE`)\n"
+    "  trace FILE NODE   print nodes' stack traces and module hierarchies (as `tracepack trace`); NODE is a\n"
+    "                    name or #INDEX (uncompressed FlatBuffers files are read lazily)\n"
     "\n"
     "options:\n"
     "  --error-format json  on bad input, one JSON line on stderr: {\"error\": CLASS, \"place\": PLACE, "
@@ -52,8 +62,10 @@ struct Options {
     std::string dict_dir;
     std::string zstd_dict;
     bool has_zstd_dict = false;
+    bool json = false;
     std::string command;
     std::string file;
+    std::vector<std::string> nodes;
 };
 
 int report(const Options& o, const std::string& source, const Error& e) {
@@ -194,6 +206,62 @@ int cmd_cat(const Options& o) {
     return kExitOk;
 }
 
+// The reading options of `cat` (built-in dictionaries, --zstd-dict): false with the error reported.
+bool read_options(const Options& o, tracepack::ReadOptions& options, int& code) {
+    Error error;
+    options.dictionaries.path = o.dict_dir.empty() ? default_dict_dir() : o.dict_dir;
+    if (!o.has_zstd_dict) return true;
+    // a built-in dictionary's name (when no such file exists), else a dictionary file (spec §8.3)
+    struct stat st {};
+    std::vector<tracepack::BuiltinDictionary> all;
+    const tracepack::BuiltinDictionary* builtin = nullptr;
+    if (stat(o.zstd_dict.c_str(), &st) != 0 && tracepack::builtin_dictionaries(options.dictionaries.path, all, error)) {
+        for (const auto& d : all) {
+            if (d.name == o.zstd_dict && !d.withdrawn) builtin = &d;
+        }
+    }
+    if (builtin != nullptr) {
+        if (!tracepack::load_dictionary(*builtin, all, options.dictionaries.path, options.dictionaries.user, error)) {
+            code = report(o, o.file, error);
+            return false;
+        }
+    } else if (!read_file(o.zstd_dict, options.limits, options.dictionaries.user, error)) {
+        code = report(o, o.zstd_dict, error);
+        return false;
+    }
+    options.dictionaries.has_user = true;
+    return true;
+}
+
+int cmd_trace(const Options& o) {
+    Error error;
+    tracepack::LazyDocument doc;
+    if (!tracepack::LazyDocument::is_lazy(o.file)) {
+        // Any other file is read whole, as `tracepack trace` reads it (tracepack.load), then answered.
+        tracepack::ReadOptions options;
+        int code = 0;
+        if (!read_options(o, options, code)) return code;
+        std::string data;
+        if (!read_file(o.file, options.limits, data, error)) return report(o, o.file, error);
+        tracepack::current::Document whole;
+        if (!tracepack::read_document(data, options, whole, error)) return report(o, o.file, error);
+        doc.adopt(std::move(whole));
+    } else if (!doc.open(o.file, error)) {
+        return report(o, o.file, error);
+    }
+    std::vector<tracepack::NodeTrace> found(o.nodes.size());
+    for (std::size_t i = 0; i < o.nodes.size(); ++i) {
+        std::uint64_t index = 0;
+        if (!doc.find(o.nodes[i], index, error) || !doc.trace(index, found[i], error)) return report(o, o.file, error);
+    }
+    std::string text = o.json ? tracepack::render_trace_json(found) : tracepack::render_trace_text(found);
+    if (!write_all(text)) {
+        Error e{ErrorClass::InternalError, {}, std::string("cannot write: ") + std::strerror(errno), {}, false};
+        return report(o, "<stdout>", e);
+    }
+    return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +273,10 @@ int main(int argc, char** argv) {
         if (a == "-h" || a == "--help") {
             std::fputs(kUsage, stdout);
             return kExitOk;
+        }
+        if (a == "--json") {
+            o.json = true;
+            continue;
         }
         if (a == "--error-format" || a.rfind("--error-format=", 0) == 0) {
             std::string v;
@@ -245,8 +317,15 @@ int main(int argc, char** argv) {
     }
     if (positional.empty()) return usage_error(o, "the following arguments are required: command");
     o.command = positional[0];
+    if (o.command == "trace") {
+        if (positional.size() < 3) return usage_error(o, "trace takes a FILE and one or more NODEs");
+        o.file = positional[1];
+        o.nodes.assign(positional.begin() + 2, positional.end());
+        if (o.file == "-") return usage_error(o, "standard input is not read yet: give a FILE");
+        return cmd_trace(o);
+    }
     if (o.command != "cat") {
-        return usage_error(o, "argument command: invalid choice: '" + o.command + "' (choose from 'cat')");
+        return usage_error(o, "argument command: invalid choice: '" + o.command + "' (choose from 'cat', 'trace')");
     }
     if (positional.size() != 2) return usage_error(o, "cat takes one FILE");
     o.file = positional[1];

@@ -47,8 +47,9 @@ struct DictionaryFolder {
     std::string user;
 };
 
-// Decode and check the header at the start of `data` (spec §1.1-§1.3).
-bool read_header(std::string_view data, Header& header, Error& error);
+// Decode and check the header at the start of `data` (spec §1.1-§1.3). `accepted_flags`: the flag bits
+// the caller implements (the lazy reader: bit 0, block checksums, §1.5); any other bit is refused.
+bool read_header(std::string_view data, Header& header, Error& error, std::uint16_t accepted_flags = 0);
 
 // Check a whole container and give its payload, decompressed into `storage` when it is compressed
 // (`payload` then views `storage`; otherwise it views `data`).
