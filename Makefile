@@ -151,6 +151,17 @@ cpp: cpp-deps ## Build the C++ reader build/tracepack-cpp (`cat FILE` as `tracep
 cpp-asan: cpp-deps ## Build the C++ reader with ASan and UBSan: build/asan/tracepack-cpp
 	$(MAKE) --no-print-directory -f cpp/Makefile BUILD=build/asan SANITIZE=1
 
+# The conformance suite through the C++ reader: every vector (cat and trace), exact places; the damaged ones
+# again under ASan/UBSan (a sanitizer report exits 86).
+SANITIZERS := ASAN_OPTIONS=abort_on_error=0:exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=86:print_stacktrace=1
+
+conformance-cpp: $(STAMP) cpp cpp-asan ## The conformance suite against build/tracepack-cpp (exact places), its damaged vectors under ASan/UBSan
+	$(BIN)/python -m conformance.run --impl build/tracepack-cpp -j 2 -q --strict-places
+	$(SANITIZERS) $(BIN)/python -m conformance.run --impl build/asan/tracepack-cpp -j 2 -q --strict-places --only '^invalid/'
+
+ci-cpp: $(STAMP) conformance-cpp ## All of the C++ reader's checks alone (apt deps, builds, conformance, tests/cpp: differential, ASan/UBSan)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cpp
+
 bench: $(STAMP) venv-ray cpp ## Run the benchmarks; figures are ratios against a baseline in the same run (the C++ reader built first)
 	$(BIN)/python -m benchmarks.run
 
