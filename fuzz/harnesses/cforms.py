@@ -75,7 +75,7 @@ def test_one_input(data: bytes) -> None:
         return
     literals = _strings(p, 12)
     small = p.bool()
-    lo, hi = (0, 16) if small else (0, 2**64)
+    lo, hi = (0, 16) if small else (0, 2**64 - 1)  # inclusive: msgpack holds up to 2**64 - 1
     k = p.int(0, 10)
     lists = [_ints(p, k, lo, hi) if p.bool() else [p.int(lo, hi) for _ in range(k)] for _ in range(3)]
     residuals = [p.int(-(2**63), 2**63 - 1) if not small else p.int(-3, 5) for _ in range(k)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import pickle
 import struct
 import time
@@ -359,3 +360,32 @@ def test_protocol_0_integers_read_as_the_standard_library_reads_them_or_are_refu
         assert got is None or same(got, want), (data, got, want)
     if got is not None:
         assert int(digits) == got or (digits in (b"00", b"01") and op == b"I")
+
+
+def _framed(frame: bytes, after: bytes) -> bytes:
+    return b"\x80\x04\x95" + len(frame).to_bytes(8, "little") + frame + after
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _framed(b"J\x01", b"\x00\x00\x00."),  # BININT's argument runs past the frame
+        _framed(b"\x8a\x02\x01", b"\x00."),  # LONG1's bytes run past it
+        _framed(b"K\x01\x95\x02\x00\x00\x00\x00\x00\x00\x00K\x02", b"0."),  # a FRAME inside a frame
+    ],
+    ids=["binint", "long1", "nested-frame"],
+)
+def test_an_opcode_never_runs_past_its_frame(data: bytes) -> None:
+    # the reference: the standard library's Python unpickler refuses these (its C one reads on and, on
+    # the fuzz finding kept in tests/fuzz_regressions/pickle, gives another value); PEP 3154's framing
+    with pytest.raises(pickle.UnpicklingError):
+        pickle._Unpickler(io.BytesIO(data)).load()  # type: ignore[attr-defined]
+    with pytest.raises(LegacyFormatError, match="FRAME"):
+        read_pickle(data, source="x.pkl")
+
+
+def test_a_frame_may_end_with_the_next_frame_opcode() -> None:
+    # a FRAME opcode whose argument ends its frame starts the next frame (the Python unpickler agrees)
+    data = _framed(b"K\x01\x95\x02\x00\x00\x00\x00\x00\x00\x00", b"K\x02") + b"\x86."
+    assert pickle._Unpickler(io.BytesIO(data)).load() == (1, 2)  # type: ignore[attr-defined]
+    assert read_pickle(data, source="x.pkl") == (1, 2)

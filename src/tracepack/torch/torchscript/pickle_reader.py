@@ -231,6 +231,7 @@ class _Reader:
         "data",
         "depth",
         "end",
+        "frame_end",
         "frozen",
         "keep",
         "limits",
@@ -261,6 +262,7 @@ class _Reader:
         self.pos = 0
         self.op = 0
         self.op_pos = 0
+        self.frame_end = 0  # where the current FRAME ends (PEP 3154: no opcode runs past it)
         self.stack: list[_Item] = []
         self.marks: list[int] = []
         self.memo: dict[int, _Item] = {}
@@ -537,6 +539,11 @@ class _Reader:
                     expected="a pickle opcode",
                 )
             handler(self)
+            if self.op_pos < self.frame_end < self.pos:
+                raise self.fail(
+                    f"opcode runs past the end of its FRAME (byte {self.frame_end})",
+                    expected="every opcode inside its frame",
+                )
 
     def stop(self) -> PickleValue:
         if self.marks:
@@ -562,11 +569,14 @@ def _proto(r: _Reader) -> None:
 
 def _frame(r: _Reader) -> None:
     size = r.size(8, "FRAME")
+    if r.op_pos < r.frame_end != r.pos:  # inside a frame, the next one starts where it ends
+        raise r.fail(f"a FRAME before the current one ends (byte {r.frame_end})", expected="frames one after another")
     if size > r.end - r.pos:
         raise r.fail(
             f"pickle truncated: FRAME of {size} bytes, only {r.end - r.pos} left",
             expected="a complete pickle",
         )
+    r.frame_end = r.pos + size
 
 
 def _mark(r: _Reader) -> None:
