@@ -53,8 +53,10 @@ def test_a_dictionary_with_a_benchmark_line_is_caught() -> None:
     files, hashes = prov.benchmark([program])
     assert files == {"timm/models/somenet.py"}
     assert hashes == {prov.line_hash(line)}
-    dictionary = b"\x37\xa4\x30\xec" + bytes(range(40)) + b"in forward\n        " + line.encode() + b"\n  File"
-    assert prov.dictionary_lines(dictionary) & hashes == hashes
+    # as a whole stack trace stores it, as a NUL-separated string column, as a MessagePack str8
+    for framing in (b"in forward\n        %s\n  File", b"\x00%s\x00", b"\xd9%c%%s\xa0" % len(line)):
+        dictionary = b"\x37\xa4\x30\xec" + bytes(range(40)) + framing % line.encode() + b"\xa7reshape"
+        assert prov.dictionary_lines(dictionary) & hashes == hashes, framing
     assert not prov.dictionary_lines(prov.scrub(program, hashes)) & hashes
 
 
