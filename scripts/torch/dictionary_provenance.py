@@ -43,6 +43,8 @@ SCRIPT_DIR = Path(__file__).resolve().parent
 REPO_ROOT = SCRIPT_DIR.parent.parent
 REAL_DIR = REPO_ROOT / ".bench" / "real"
 RECORD = SCRIPT_DIR / "dictionary_corpus" / "benchmark-lines.sha256"
+#: The benchmark's model files (paths inside site-packages), one a line.
+FILES_RECORD = SCRIPT_DIR / "dictionary_corpus" / "benchmark-files.txt"
 #: An architecture whose model-file lines are at least this share of benchmark lines is a copy (rule 2).
 COPY_SHARE = 0.5
 #: ``File "...", line N, in fn`` and the code line under it, as torch writes a node's ``stack_trace``.
@@ -148,6 +150,11 @@ def recorded() -> set[str]:
     return {line.split()[0] for line in RECORD.read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
+def recorded_files() -> set[str]:
+    """The recorded model files of the benchmark."""
+    return {line.strip() for line in FILES_RECORD.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
 def _real_programs(folder: Path) -> list[tuple[str, bytes]]:
     paths = sorted(p for p in folder.glob("*.json") if p.name != "manifest.json")
     if not paths:
@@ -236,9 +243,10 @@ def main() -> None:
     parser.add_argument("-o", type=Path, help="--trial: write the candidate dictionary here")
     args = parser.parse_args()
     if args.record:
-        _, hashes = benchmark(data for _, data in _real_programs(args.real))
+        files, hashes = benchmark(data for _, data in _real_programs(args.real))
         RECORD.write_text("".join(f"{h}\n" for h in sorted(hashes)), encoding="utf-8")
-        print(f"wrote {RECORD.relative_to(REPO_ROOT)}: {len(hashes)} lines")
+        FILES_RECORD.write_text("".join(f"{f}\n" for f in sorted(files)), encoding="utf-8")
+        print(f"wrote {RECORD.relative_to(REPO_ROOT)}: {len(hashes)} lines, {FILES_RECORD.name}: {len(files)} files")
         return
     trial(args.trial, args.real, args.o, args.ladder)
 

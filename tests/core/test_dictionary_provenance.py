@@ -46,6 +46,21 @@ def test_no_shipped_dictionary_holds_a_benchmark_line(spec: dictionaries.Diction
     assert not leaked, f"{spec.name} holds {len(leaked)} code lines of the benchmark's model files"
 
 
+@pytest.mark.parametrize("spec", [d for d in dictionaries.SHIPPED if d.inputs], ids=str)
+def test_no_recorded_training_program_is_a_benchmark_architecture(spec: dictionaries.DictionarySpec) -> None:
+    """Rules 1 and 2 on the recorded training inputs (the benchmark's model files and lines as recorded),
+    and rule 3: none of their stack traces has a benchmark model-file line."""
+    import train_dictionary
+
+    files, hashes = prov.recorded_files(), prov.recorded()
+    assert "timm/models/convnext.py" in files, "the worst real model's file is recorded"
+    programs = train_dictionary.read_corpus(train_dictionary.corpus_path(spec))
+    assert programs
+    for name, data in programs:
+        assert prov.eligible(data, files, hashes) == "", name
+        assert prov.scrub(data, hashes) == data, f"{name} has a benchmark model-file line"
+
+
 def test_a_dictionary_with_a_benchmark_line_is_caught() -> None:
     """The check above can fail: bytes holding a model file's code line (as a stack trace stores it) are found."""
     line = "hidden = self.block_out(hidden) + residual"
