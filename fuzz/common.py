@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import struct
 import tempfile
 import zipfile
@@ -23,6 +24,7 @@ __all__ = [
     "answers",
     "contract",
     "fix_tpk",
+    "mutate_tpk",
     "lazy_answers",
     "scratch_file",
     "zip_members",
@@ -79,6 +81,21 @@ def lazy_answers(lz: Any) -> list[Any]:
 
 
 _HEADER: Final = 48
+
+
+def mutate_tpk(data: bytes, max_size: int, seed: int, fix_share: float) -> bytes:
+    """libFuzzer's mutation of a ``.tpk``, then in ``fix_share`` of the cases its header made consistent
+    (:func:`fix_tpk`), never longer than ``max_size`` (libFuzzer refuses a longer mutant and ends the run):
+    where the fix grows it past that (a fresh block table), the unfixed mutant is kept."""
+    import atheris
+
+    mutant = bytes(atheris.Mutate(data, max_size))
+    if random.Random(seed).random() < fix_share:
+        fixed = bytearray(mutant)
+        fix_tpk(fixed)
+        if len(fixed) <= max_size:
+            return bytes(fixed)
+    return mutant
 
 
 def fix_tpk(b: bytearray) -> None:

@@ -59,6 +59,9 @@ class Result:
     corpus: int = 0
     corpus_bytes: int = 0
     findings: list[str] = field(default_factory=list)
+    #: the harness's own failures: a libFuzzer process that ended on a Python exception outside the target
+    #: (in the mutator or the driver: no input saved), its last line; a finding of the fuzzing, not of tracepack
+    errors: list[str] = field(default_factory=list)
     coverage: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
@@ -193,20 +196,31 @@ def fuzz_one(
                 cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace"
             )
             assert proc.stderr is not None
+            saved = _artifacts(out)
+            executed, final, traceback, last = 0, None, False, ""
             for line in proc.stderr:
                 logf.write(line)
                 if m := _STATS.match(line):
                     result.cov, result.ft = int(m.group(2)), int(m.group(3))
+                    executed = int(m.group(1))
                 elif m := _FINAL.match(line):
                     if m.group(1) == "number_of_executed_units":
-                        result.executions += int(m.group(2))
+                        final = int(m.group(2))
                 elif line.startswith("FINDING"):
                     print(f"  {line.strip()}", flush=True)
+                elif line.startswith("Traceback (most recent call last)"):
+                    traceback = True
+                if line.strip():
+                    last = line.strip()
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
             result.cpu += usage.ru_utime + usage.ru_stime
+            result.executions += executed if final is None else final  # a process that died prints no final stats
             if proc.returncode == 0:
                 break
+            if traceback and not _artifacts(out) - saved and last not in result.errors:
+                result.errors.append(last)  # the harness's own exception: no input to keep, so say it
+                print(f"  HARNESS ERROR {last}", flush=True)
             restarts += 1  # a hang, out-of-memory or native crash ended it: saved, go on
     result.wall = time.monotonic() - started
     result.findings = sorted(p.name for p in _artifacts(out) - before)
@@ -274,13 +288,15 @@ def report(results: list[Result], ledger: dict[str, dict[str, float]]) -> None:
         print(
             f"{r.name:<18} {r.executions:>9,} {r.rate:>7.0f} {r.cpu:>7.0f}"
             f" {r.corpus:>5} {r.corpus_bytes / 1024:>5.0f}KB {r.cov:>6} {r.ft:>6}"
-            f"  {len(r.findings):>8}  {hours:.2f} / {execs:,}"
+            f"  {len(r.findings) + len(r.errors):>8}  {hours:.2f} / {execs:,}"
         )
         for module, c in r.coverage.get("modules", {}).items():
             branches = _pct(c["covered_branches"], c["branches"])
             print(f"    {module:<44} branches {branches:>18}   lines {_pct(c['covered_statements'], c['statements'])}")
         for f in r.findings:
             print(f"    FINDING {f}")
+        for e in r.errors:
+            print(f"    HARNESS ERROR (the fuzzing's own, see the log): {e}")
 
 
 def cmd_cov(args: argparse.Namespace) -> int:
@@ -304,7 +320,7 @@ def cmd_cov(args: argparse.Namespace) -> int:
         ledger = _ledger(work, [r])  # after each harness: a stopped campaign keeps what it ran
     ledger = _ledger(work, [])
     report(results, ledger)
-    found = sum(len(r.findings) for r in results)
+    found = sum(len(r.findings) + len(r.errors) for r in results)
     print(f"\nfindings: {found}, saved under {findings} (python -m fuzz.to_regression FILE: a regression input)")
     if args.smoke and any(r.note for r in results):
         print("fuzz-smoke: a harness could not run", file=sys.stderr)

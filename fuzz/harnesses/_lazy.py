@@ -10,10 +10,9 @@ share, another node of that name: spec §5.4 allows it when the side index is da
 from __future__ import annotations
 
 import inspect
-import random
 from typing import Any
 
-from fuzz.common import Finding, answers, contract, fix_tpk, lazy_answers, scratch_file
+from fuzz.common import Finding, answers, contract, lazy_answers, mutate_tpk, scratch_file
 
 
 def read(data: bytes) -> None:
@@ -47,12 +46,7 @@ def read(data: bytes) -> None:
 
 
 def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
-    import atheris
-
-    b = bytearray(atheris.Mutate(data, max_size))
-    if random.Random(seed).random() < 0.9:
-        fix_tpk(b)
-    return bytes(b)
+    return mutate_tpk(data, max_size, seed, 0.9)
 
 
 def seeds(codec: str, golden: str) -> list[tuple[str, bytes]]:

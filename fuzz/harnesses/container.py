@@ -6,10 +6,9 @@ the checksums into the zstd and dictionary paths."""
 from __future__ import annotations
 
 import inspect
-import random
 from typing import Final
 
-from fuzz.common import ROOT, Finding, conformance_vectors, contract, fix_tpk
+from fuzz.common import ROOT, Finding, conformance_vectors, contract, mutate_tpk
 
 TARGETS: Final = ("tracepack.container", "tracepack.dictionaries")
 DICT: Final = "tpk.dict"
@@ -29,12 +28,7 @@ def test_one_input(data: bytes) -> None:
 
 
 def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
-    import atheris
-
-    b = bytearray(atheris.Mutate(data, max_size))
-    if random.Random(seed).random() < 0.5:
-        fix_tpk(b)
-    return bytes(b)
+    return mutate_tpk(data, max_size, seed, 0.5)
 
 
 def seeds() -> list[tuple[str, bytes]]:

@@ -5,6 +5,8 @@ input is deterministic and stays in bounds, and replay reports what breaks a har
 from __future__ import annotations
 
 import io
+import sys
+import types
 import zipfile
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tracepack
-from fuzz.common import Provider, contract, fix_tpk, rezip, sample_doc, zip_members
+from fuzz.common import Provider, contract, fix_tpk, mutate_tpk, rezip, sample_doc, zip_members
 from fuzz.replay import replay
 from tracepack.container import unpack
 from tracepack.errors import ContainerError
@@ -31,6 +33,39 @@ def test_fix_tpk_gets_any_payload_past_the_checksums(cut: int, tail: bytes) -> N
     _, payload = unpack(bytes(b))  # past the header CRC, the lengths and the payload CRC
     assert bytes(payload) == bytes(b[48:])
     assert contract(lambda: tracepack.loads(bytes(b))) is None or bytes(b) == good  # the decoder's to refuse
+
+
+@given(st.sampled_from([True, False]), st.integers(0, 64), st.integers(0, 2**32 - 1))
+def test_the_tpk_mutator_never_outgrows_max_size(blocks: bool, spare: int, seed: int) -> None:
+    """libFuzzer refuses a custom mutant longer than its ``max_size`` and ends the run (a lazy_columns
+    campaign lost 20 processes so): where fixing the header grows the mutant (a fresh block table after
+    a payload the mutation lengthened), the unfixed mutant goes back instead."""
+    good = tracepack.dumps(sample_doc(), codec="flatbuffers-columns", compression="none", block_checksums=blocks)
+    max_size = len(good) + spare
+
+    # the longest mutant libFuzzer may hand back, with the block-checksum flag set: where the file had no
+    # block table, the fix appends one (the case that outgrew max_size)
+    def longest(data: bytes, size: int) -> bytes:
+        return data[:18] + bytes([data[18] | 1]) + data[19:] + b"\0" * (size - len(data))
+
+    fake = types.ModuleType("atheris")
+    fake.Mutate = longest  # type: ignore[attr-defined]
+    saved = sys.modules.get("atheris")
+    sys.modules["atheris"] = fake
+    try:
+        padded = longest(good, max_size)
+        assert mutate_tpk(good, max_size, seed, 0.0) == padded  # never fixed
+        mutant = mutate_tpk(good, max_size, seed, 1.0)  # always fixed where the fix fits
+        assert len(mutant) <= max_size
+        fixed = bytearray(padded)
+        fix_tpk(fixed)
+        assert mutant == (bytes(fixed) if len(fixed) <= max_size else padded)
+        assert blocks or spare >= len(fixed) - len(good) or mutant == padded  # the fallback was taken
+    finally:
+        if saved is None:
+            del sys.modules["atheris"]
+        else:
+            sys.modules["atheris"] = saved
 
 
 def test_rezip_keeps_names_order_compression_and_content() -> None:

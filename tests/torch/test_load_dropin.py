@@ -6,8 +6,11 @@ through torch.export.load too: the reference is torch's behaviour on the same by
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import importlib
 import io
+import json
 import logging
 import os
 import zipfile
@@ -26,6 +29,7 @@ from tracepack.errors import InputError, UnsafePickleError
 torch = pytest.importorskip("torch")
 import tracepack.torch as tt  # noqa: E402 - needs torch
 from tracepack.torch import loader  # noqa: E402
+from tracepack.torch.pt2 import pack_pt2  # noqa: E402
 
 pytestmark = TORCH_MARKS
 
@@ -79,6 +83,17 @@ def same_outcome(data: bytes) -> BaseException | None:
     return ours
 
 
+def _schema_major(major: int) -> Callable[[str, bytes], bytes | None]:
+    def change(name: str, data: bytes) -> bytes | None:
+        if name != "models/model.json":
+            return data
+        program = json.loads(data)
+        program["schema_version"]["major"] = major
+        return json.dumps(program).encode()
+
+    return change
+
+
 CASES: dict[str, Callable[[str, bytes], bytes | None]] = {
     "archive_version -1": _member("archive_version", b"-1"),
     "archive_version 1": _member("archive_version", b"1"),
@@ -98,6 +113,12 @@ CASES: dict[str, Callable[[str, bytes], bytes | None]] = {
     "empty example inputs": lambda name, data: b"" if name.startswith("data/sample_inputs/") else data,
     "no byteorder": _member("byteorder", None),
     "no serialization_id": _member(".data/serialization_id", None),
+    # torch: AssertionError("... not found in PT2 archive")
+    "no weights config": _member("data/weights/model_weights_config.json", None),
+    "no constants config": _member("data/constants/model_constants_config.json", None),
+    # torch: its deserializer's SerializeError (a RuntimeError), which load turns into its own RuntimeError
+    "schema major 99": _schema_major(99),
+    "schema major 9": _schema_major(9),
 }
 
 
@@ -230,3 +251,43 @@ def test_example_inputs_needing_a_full_unpickler_are_still_refused(tmp_path: Pat
     marker.unlink()
     tt.load(io.BytesIO(data), trust_pickles=True)  # trusted: loaded as torch loads it
     assert marker.exists()
+
+
+# -- torch's own export DB: every supported example, strict and non-strict ------------------------------------
+
+
+def _exportdb() -> dict[str, Any]:
+    """torch's export DB examples by name (every supported torch ships them)."""
+    examples: dict[str, Any] = importlib.import_module("torch._export.db.examples").all_examples()
+    return examples
+
+
+def _exportdb_cases() -> list[str]:
+    return sorted(n for n, c in _exportdb().items() if c.support_level.name == "SUPPORTED")
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "nonstrict"])
+@pytest.mark.parametrize("name", _exportdb_cases())
+def test_exportdb_programs_load_as_torch_loads_them(name: str, strict: bool) -> None:
+    """The programs of torch's export DB (the examples its docs and test_serialize.py's
+    ``test_exportdb_supported_case_*`` use, shipped with torch): saved by torch, loaded by torch and by
+    tracepack (the .pt2 as torch wrote it and packed, with and without ``trust_pickles``), the same
+    program, and its module gives torch's loaded module's outputs on fresh copies of the example inputs."""
+    case = _exportdb()[name]
+    try:
+        ep = torch.export.export(
+            case.model, case.example_args, case.example_kwargs, dynamic_shapes=case.dynamic_shapes, strict=strict
+        )
+    except Exception as exc:  # not ours: this torch cannot export it in this mode
+        pytest.skip(f"torch.export.export fails ({type(exc).__name__})")
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    raw = buf.getvalue()
+    theirs = torch.export.load(io.BytesIO(raw))
+    expected = theirs.module()(*copy.deepcopy(case.example_args), **copy.deepcopy(case.example_kwargs))
+    for data in (raw, pack_pt2(raw, source=name)):
+        for trust in (False, True):
+            ours = tt.load(io.BytesIO(data), trust_pickles=trust)
+            assert describe(ours) == describe(theirs)
+            got = ours.module()(*copy.deepcopy(case.example_args), **copy.deepcopy(case.example_kwargs))
+            torch.testing.assert_close(got, expected)

@@ -44,7 +44,15 @@ from tracepack.errors import InputError, LegacyFormatError, UnsafePickleError, V
 from tracepack.io.zip import check_member, open_zip, read_member
 from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH, converters
 
-__all__ = ["ArchiveMismatch", "ArchiveRefused", "load_pt2", "load_program_dict", "safe_sympy_text"]
+__all__ = [
+    "ArchiveMismatch",
+    "ArchiveRefused",
+    "MemberMissing",
+    "SchemaMismatch",
+    "load_pt2",
+    "load_program_dict",
+    "safe_sympy_text",
+]
 
 
 class ArchiveRefused(LegacyFormatError, RuntimeError):
@@ -56,6 +64,17 @@ class ArchiveRefused(LegacyFormatError, RuntimeError):
 class ArchiveMismatch(LegacyFormatError, ValueError):
     """An ``archive_version`` other than the one the installed torch writes: torch's ``ValueError``
     and message, also a ``ValueError``."""
+
+
+class SchemaMismatch(VersionError, RuntimeError):
+    """A program whose schema major is not the installed torch's (and not one tracepack upgrades):
+    ``torch.export.load`` raises a ``RuntimeError`` for it (its deserializer's ``SerializeError``), so
+    this is one too, besides a ``VersionError``."""
+
+
+class MemberMissing(LegacyFormatError, AssertionError):
+    """A weights or constants config the program needs is not in the archive (torch:
+    ``AssertionError("... not found in PT2 archive")``): also an ``AssertionError``."""
 
 
 class OlderArchive(Exception):
@@ -575,7 +594,7 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
         return _weights_only(z, legacy, trust=trust, what="weights in the legacy layout")
     rel = _config_member(z, c, "WEIGHTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
-        raise LegacyFormatError("no weights config", source=z.where(rel), expected="a torch.export .pt2")
+        raise MemberMissing("no weights config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
     records = _Records(serde)
     flat = _raw_tensors(z, c.WEIGHTS_DIR, config, serde, records)
@@ -600,7 +619,7 @@ def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
         return _weights_only(z, legacy, trust=trust, what="constants in the legacy layout")
     rel = _config_member(z, c, "CONSTANTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
-        raise LegacyFormatError("no constants config", source=z.where(rel), expected="a torch.export .pt2")
+        raise MemberMissing("no constants config", source=z.where(rel), expected="a torch.export .pt2")
     config = _payload_config(z, rel)
     records = _Records(serde)
     flat = _raw_tensors(z, c.CONSTANTS_DIR, config, serde, records)
@@ -641,7 +660,7 @@ def load_program_dict(program: Any, source: str) -> Any:
         file_major = version["major"]
         if file_major != major and not (file_major == 0 and version.get("minor") == 0):
             newer = "newer" if file_major > major else "older"
-            raise VersionError(
+            raise SchemaMismatch(
                 f"written with torch export schema {file_major}.{version.get('minor')}, {newer} than this torch's "
                 f"{major}.x; tracepack.torch supports torch {SUPPORTED_TORCH} "
                 f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",

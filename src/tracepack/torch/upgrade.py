@@ -446,9 +446,10 @@ def _deserialize(
     target = installed_schema()
     version = schema_version_of(program)
     if version is not None and version.major > target.major:  # what tracepack.torch.load says of any archive
+        from tracepack.torch.loader import SchemaMismatch
         from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH
 
-        raise VersionError(
+        raise SchemaMismatch(
             f"written with torch export schema {version}, newer than this torch's {target.major}.x; "
             f"tracepack.torch supports torch {SUPPORTED_TORCH} "
             f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
