@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.torch.conftest import CORPUS, TORCH_MARKS
+from tests.torch.conftest import CORPUS, PACKAGE_LAYOUT, TORCH_MARKS
 from tracepack.cli import main
 from tracepack.errors import DecodeError, LegacyFormatError
 
@@ -65,6 +65,7 @@ def _one_line(exc: BaseException) -> str:
 # -- torch's own errors inside tracepack.torch.load -----------------------------------------------------
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_a_target_that_is_not_an_operator_names_the_nodes_target(tmp_path: Path) -> None:
     path = _edited(tmp_path, lambda p: p["graph_module"]["graph"]["nodes"][3].update(target="os.system"))
     with pytest.raises(RuntimeError, match="error when deserializing"):
@@ -76,6 +77,7 @@ def test_a_target_that_is_not_an_operator_names_the_nodes_target(tmp_path: Path)
     assert "failed to resolve os.system to an operator" in text
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_a_broken_node_names_the_node(tmp_path: Path) -> None:
     def edit(p: Any) -> None:
         p["graph_module"]["graph"]["nodes"][3]["inputs"][0]["arg"] = {"as_tensor": {"name": "no_such_value"}}
@@ -89,6 +91,7 @@ def test_a_broken_node_names_the_node(tmp_path: Path) -> None:
     assert "KeyError: 'no_such_value'" in str(err.value)
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_a_broken_node_in_a_nested_graph_names_its_path(tmp_path: Path) -> None:
     src = CORPUS / "cond.pt2"
 
@@ -156,6 +159,7 @@ ELSEWHERE: dict[str, tuple[Callable[[Any], None], str, str, type[Exception], str
 }
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 @pytest.mark.parametrize("case", sorted(ELSEWHERE))
 def test_torchs_errors_outside_nodes_name_the_part_it_was_reading(case: str, tmp_path: Path) -> None:
     edit, where, said, reference, reference_said = ELSEWHERE[case]
@@ -177,6 +181,7 @@ def _first_as_int(text: str, replacement: str) -> bytes:
     return (text[:at] + replacement + text[end:]).encode()
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_an_argument_nested_990_deep_is_within_the_budget(tmp_path: Path) -> None:
     """990 arrays deep (the issue's RecursionError in pack and load) sits just under the max_depth
     budget: pack takes it and gives it back byte for byte; torch's schema refuses the argument."""
@@ -193,6 +198,7 @@ def test_an_argument_nested_990_deep_is_within_the_budget(tmp_path: Path) -> Non
         assert z.read(PROGRAM) == text
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 @pytest.mark.parametrize("depth", [1_500, 100_000])
 def test_an_argument_nested_past_the_budget_is_refused_at_it(tmp_path: Path, depth: int) -> None:
     _, program = _program()
@@ -211,6 +217,7 @@ def test_an_argument_nested_past_the_budget_is_refused_at_it(tmp_path: Path, dep
     assert not (tmp_path / "packed.pt2").exists()
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_from_node_nested_100000_deep_is_refused_at_the_budget(tmp_path: Path) -> None:
     """``from_node`` is JSON text torch parses when it loads the program: nested 100,000 deep, torch's
     parse runs out of recursion (torch.export.load too); tracepack.torch.load names the node's entry
@@ -232,6 +239,7 @@ def test_from_node_nested_100000_deep_is_refused_at_the_budget(tmp_path: Path) -
         assert z.read(_program(CORPUS / "helpers.pt2")[0]) == text
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_an_integer_of_5000_digits_is_refused_by_tracepack_not_python(tmp_path: Path) -> None:
     _, program = _program()
     text = _first_as_int(json.dumps(program), '{"as_int": ' + "9" * 5000 + "}")
@@ -250,6 +258,7 @@ def test_an_integer_of_5000_digits_is_refused_by_tracepack_not_python(tmp_path: 
         assert "--limit max_int_digits=N" in line
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_invalid_utf8_names_the_byte(tmp_path: Path) -> None:
     _, program = _program()
     text = json.dumps(program).encode()
@@ -260,6 +269,7 @@ def test_invalid_utf8_names_the_byte(tmp_path: Path) -> None:
     assert _one_line(err.value) == f"{path}:{PROGRAM}: byte {at}: not UTF-8 text"
 
 
+@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
 def test_a_lone_surrogate_in_a_stack_trace_stays_in_the_packed_program(tmp_path: Path) -> None:
     """JSON allows ``\\ud800`` and torch writes it; no UTF-8 holds it, so pack leaves that one string in
     the program (everything else moves): the archive comes back byte for byte, and torch.load gives

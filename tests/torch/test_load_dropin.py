@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.torch.compare import describe
-from tests.torch.conftest import CORPUS, TORCH_MARKS
+from tests.torch.conftest import CORPUS, PACKAGE_LAYOUT, TORCH_MARKS
 from tracepack.errors import InputError, UnsafePickleError
 
 torch = pytest.importorskip("torch")
@@ -122,11 +122,13 @@ CASES: dict[str, Callable[[str, bytes], bytes | None]] = {
 }
 
 
+@PACKAGE_LAYOUT.mark  # the archive checks and members of torch's <name>/ layout
 @pytest.mark.parametrize("case", list(CASES))
 def test_archive_checks_are_torchs(case: str) -> None:
     same_outcome(variant(CASES[case]))
 
 
+@PACKAGE_LAYOUT.mark  # the archive checks and members of torch's <name>/ layout
 def test_a_saved_archive_version_of_minus_one_is_torchs_value_error() -> None:
     ours = same_outcome(variant(_member("archive_version", b"-1")))
     assert isinstance(ours, ValueError)
@@ -134,6 +136,7 @@ def test_a_saved_archive_version_of_minus_one_is_torchs_value_error() -> None:
     assert "cond/archive_version" in str(ours)  # and it names the member
 
 
+@PACKAGE_LAYOUT.mark  # the archive checks and members of torch's <name>/ layout
 def test_the_zip_version_can_be_the_old_version_member() -> None:
     data = variant(_member(".data/version", None))
     with zipfile.ZipFile(io.BytesIO(data), "a") as z:
@@ -171,6 +174,7 @@ def test_zip_version_parse_is_the_c_librarys(text: str) -> None:
         assert ours == theirs
 
 
+@PACKAGE_LAYOUT.mark  # the archive checks and members of torch's <name>/ layout
 @settings(max_examples=12, deadline=None)
 @given(st.sampled_from(["1", "2", "9", "10", "11", "0", " 7", "7\n", "+4", "-1", "-0", "4z", "z4", ""]))
 def test_zip_versions_torch_reads_are_the_ones_tracepack_reads(text: str) -> None:
@@ -202,6 +206,12 @@ def _fake_input_program(dynamic: bool) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.xfail(
+    not PACKAGE_LAYOUT.present,
+    reason="open: on the flat layout (torch 2.6, 2.7) tracepack.torch.load refuses the fake tensors in "
+    "serialized_state_dict.pt (torch.load weights_only) where torch.export.load loads them",
+    strict=True,
+)
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_fake_tensor_example_inputs_load_as_torch_loads_them(dynamic: bool) -> None:
     data = _fake_input_program(dynamic)
@@ -226,6 +236,7 @@ class _Touch:
         return (os.system, (f"touch {self.marker}",))
 
 
+@PACKAGE_LAYOUT.mark  # the archive checks and members of torch's <name>/ layout
 def test_example_inputs_needing_a_full_unpickler_are_still_refused(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     saved = io.BytesIO()
