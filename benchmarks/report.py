@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULTS", "Figure", "Report", "best_time", "peak_memory", "recorded"]
+__all__ = ["RESULTS", "Figure", "Report", "best_time", "format_value", "peak_memory", "recorded"]
 
 #: The committed figures of ``python -m benchmarks.run SECTION --record``, one file per section.
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -85,6 +85,11 @@ def recorded(section: str) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     return {row["name"]: row for row in json.loads(path.read_text(encoding="utf-8"))}
+
+
+def format_value(value: float, unit: str) -> str:
+    """A figure's value as the report prints it (``321.6 KB``, ``34.93 ms``), and the README quotes it."""
+    return _fmt(value, unit)
 
 
 def _fmt(value: float, unit: str) -> str:
