@@ -32,6 +32,7 @@ const Compiled kCompiled[] = {
     {"torch-export-6", 0x54504B06, "04caf868a7cf5277565e5924e888fe046c0a84df3f116d7471f853169b2492b8", ""},
     {"torch-export-7", 0x54504B07, "47673d109f6f444c5a0bf50d6434227ef63057249ee248d40f2dc6a0e850abe4", ""},
     {"torch-export-8", 0x54504B08, "162dea7371eaeb4a97525ed4ad62c2aa8f41ef591c466ca618ceb0777e65ce53", ""},
+    {"torch-export-9", 0x54504B09, "4958990a72b557eebc5fd142a4a5f5d0d5f8073f306bb3fe0059aaedd7e6b9b5", ""},
 };
 
 const char* compiled_reason(std::uint32_t id) {

@@ -233,12 +233,62 @@ def trial(zoo: Path, real: Path, out: Path | None, ladder: Path | None = None) -
         out.write_bytes(candidate.as_bytes())
 
 
+def _check_clean(name: str, data: bytes) -> None:
+    """Fail if ``data`` names a machine path: one of ``_sample_common.FORBIDDEN`` starting a path (not
+    inside one, as ``transformers/models/opt/`` holds ``/opt/``)."""
+    from _sample_common import FORBIDDEN
+
+    for prefix in FORBIDDEN:
+        if re.search(rb"(?<![\w.-])" + re.escape(prefix), data):
+            raise SystemExit(f"{name}: a machine path remains ({prefix.decode()})")
+
+
+def ship(zoo: Path, real: Path) -> None:
+    """Write the newest torch.export dictionary (:data:`tracepack.dictionaries.TRAINING`, one whose spec
+    names ``third_party`` programs) and its recorded inputs: the programs of the previous recorded corpus
+    (``TRAINING.base``), then the zoo's eligible programs, scrubbed, in name order (what ``--trial`` trains);
+    ``make dictionary-check`` retrains it from that record."""
+    sys.path.insert(0, str(SCRIPT_DIR))
+    import train_dictionary as td
+
+    from tracepack import dictionaries
+
+    spec = dictionaries.TRAINING
+    if not spec.third_party or not spec.base:
+        raise SystemExit(f"{spec.name} has no third-party programs: `make dictionary` trains it")
+    files, hashes = benchmark(data for _, data in _real_programs(real))
+    if hashes != recorded() or files != recorded_files():
+        raise SystemExit(f"{RECORD.name} is not {real}'s lines (rerun --record)")
+    programs = td.read_corpus(td.corpus_path(td._spec(spec.base)))
+    for name, data in _zoo_programs(zoo):
+        if not eligible(data, files, hashes):
+            clean = scrub(data, hashes)
+            _check_clean(name, clean)
+            programs.append((name, clean))
+    names = [name for name, _ in programs]
+    if len(set(names)) != len(names):
+        raise SystemExit("two training programs have one name")
+    td.write_corpus(programs, td.corpus_path(spec))
+    text = td.record(programs)
+    td.record_path(spec).write_text(text, encoding="utf-8")
+    training = td.samples(programs, spec)
+    data = td.train(spec, training)
+    target = dictionaries.dictionary_path(spec)
+    target.write_bytes(data)
+    leaked = dictionary_lines(data) & hashes
+    print(f"wrote {td.corpus_path(spec).relative_to(REPO_ROOT)} ({len(programs)} programs) and {spec.inputs} "
+          f"(inputs_sha256 {hashlib.sha256(text.encode()).hexdigest()})")  # fmt: skip
+    print(f"wrote {target.relative_to(REPO_ROOT)}: id {spec.dict_id}, {len(data)} bytes, sha256 "
+          f"{hashlib.sha256(data).hexdigest()}, {len(training)} samples, {len(leaked)} benchmark lines")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--real", type=Path, default=REAL_DIR, help="folder of the real models (make real-models)")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", action="store_true", help=f"write {RECORD.name} from the real models")
     mode.add_argument("--trial", type=Path, metavar="ZOO_DIR", help="train and measure a candidate on the zoo")
+    mode.add_argument("--ship", type=Path, metavar="ZOO_DIR", help="write the newest dictionary and its inputs")
     parser.add_argument("--ladder", type=Path, help="--trial: also measure the size ladder in this folder")
     parser.add_argument("-o", type=Path, help="--trial: write the candidate dictionary here")
     args = parser.parse_args()
@@ -247,6 +297,9 @@ def main() -> None:
         RECORD.write_text("".join(f"{h}\n" for h in sorted(hashes)), encoding="utf-8")
         FILES_RECORD.write_text("".join(f"{f}\n" for f in sorted(files)), encoding="utf-8")
         print(f"wrote {RECORD.relative_to(REPO_ROOT)}: {len(hashes)} lines, {FILES_RECORD.name}: {len(files)} files")
+        return
+    if args.ship:
+        ship(args.ship, args.real)
         return
     trial(args.trial, args.real, args.o, args.ladder)
 

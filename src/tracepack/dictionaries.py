@@ -75,6 +75,12 @@ class DictionarySpec:
     #: dictionaries trained before inputs were recorded. ``make dictionary-check`` retrains from them.
     inputs: str = ""
     inputs_sha256: str = ""
+    #: The dictionary whose recorded programs come first in this one's inputs, when it has programs besides
+    #: ``scripts/torch/dictionary_models.py``'s (``third_party``); empty otherwise.
+    base: str = ""
+    #: Where its third-party programs come from (``scripts/torch/dictionary_provenance.py --ship`` records
+    #: them); empty for dictionaries trained on this project's own programs only.
+    third_party: str = ""
 
 
 _PACKAGE: Final = "tracepack.data.zstd"
@@ -196,6 +202,26 @@ BUILTIN: Final[tuple[DictionarySpec, ...]] = (
         trained_at="the commit that adds torch-export-8.dict (make dictionary-check finds it with git)",
         inputs="scripts/torch/dictionary_corpus/torch-export-8.sha256",
         inputs_sha256="e17970409cf6f04d7a8924afb103485a1a0443122a5dd2923bb7b545c75b6cb3",
+    ),
+    DictionarySpec(
+        name="torch-export-9",
+        dict_id=0x54504B09,
+        file="torch-export-9.dict",
+        sha256="4958990a72b557eebc5fd142a4a5f5d0d5f8073f306bb3fe0059aaedd7e6b9b5",
+        size=512 * 1024,
+        k=2048,
+        codecs=("columnar", "msgpack", "columnar", "flatbuffers-columns", "flatbuffers-columns"),
+        members=("columnar", "msgpack", "flatbuffers-columns"),
+        doc="torch-export-8's 22 programs and 48 third-party ones of architectures outside the real-model "
+        "benchmark (the zoo's hf_opt, timm ghostnet/lcnet/mobilenetv3, torchvision mnasnet/mobilenet_v2/"
+        "shufflenet/squeezenet), every benchmark model-file line scrubbed (dictionary_provenance.py); "
+        "torch-export-8's parameters; 512 KiB, k=2048",
+        trained_at="the commit that adds torch-export-9.dict (make dictionary-check finds it with git)",
+        inputs="scripts/torch/dictionary_corpus/torch-export-9.sha256",
+        inputs_sha256="6a8b1d63ab069b098dd3de29c0b94f91cb88a0169eeddce43c2ec2d1c9605798",
+        base="torch-export-8",
+        third_party="scripts/zoo/export_zoo.py (torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers "
+        "5.24.0), the programs dictionary_provenance.py's rules 1 and 2 admit, rule 3 applied",
     ),
 )
 #: The dictionary ``scripts/torch/train_dictionary.py`` writes (the newest torch.export one).

@@ -203,14 +203,15 @@ def test_prepared_builtin_writes_the_same_bytes_as_zstd(level: int, name: str) -
     assert other.compress(b"x" * 100) == zstandard.ZstdCompressor(level=level, dict_data=fresh).compress(b"x" * 100)
 
 
-def test_recorded_training_inputs_hash_as_the_spec_says() -> None:
-    """What CI checks without torch besides `make dictionary-check`: the default dictionary's recorded inputs,
-    read with the standard library's tar and zstd (not tracepack), hash as recorded, and the record as pinned."""
+@pytest.mark.parametrize("spec", [d for d in dictionaries.SHIPPED if d.inputs], ids=str)
+def test_recorded_training_inputs_hash_as_the_spec_says(spec: dictionaries.DictionarySpec) -> None:
+    """What CI checks without torch besides `make dictionary-check`: each recorded dictionary's inputs (the
+    default's among them), read with the standard library's tar and zstd (not tracepack), hash as recorded,
+    and the record as pinned; a dictionary with third-party programs starts with its base's programs."""
     import io
     import tarfile
 
-    spec = dictionaries.TRAINING
-    assert spec.inputs, "the default dictionary records its training inputs"
+    assert dictionaries.TRAINING.inputs, "the default dictionary records its training inputs"
     record = ROOT / spec.inputs
     assert hashlib.sha256(record.read_bytes()).hexdigest() == spec.inputs_sha256
     corpus = record.with_name(f"{spec.name}.tar.zst")
@@ -228,7 +229,17 @@ def test_recorded_training_inputs_hash_as_the_spec_says() -> None:
     order = [
         line.split('"')[1] for line in models.split("MODELS: tuple")[1].splitlines() if line.strip().startswith('("')
     ]
-    assert [name.removesuffix(".json") for name, _ in files] == order
+    names = [name.removesuffix(".json") for name, _ in files]
+    if not spec.third_party:
+        assert names == order
+        return
+    base = next(d for d in dictionaries.BUILTIN if d.name == spec.base)
+    base_lines = (ROOT / base.inputs).read_text(encoding="utf-8").splitlines()
+    assert lines[: len(base_lines)] == base_lines, f"{spec.name} starts with {spec.base}'s programs, unchanged"
+    assert names[: len(order)] == order
+    extra = names[len(order) :]
+    assert extra, "third-party programs come after the project's own"
+    assert not set(extra) & set(order)
 
 
 def test_only_the_recorded_dictionaries_claim_reproducibility() -> None:
