@@ -176,7 +176,7 @@ class Encoded(NamedTuple):
         return read_header(self.data).block_checksums
 
     def describe(self) -> str:
-        """``columnar, zstd -19, dictionary 1414548232 (torch-export-8)`` (or ``msgpack, none``, and
+        """``columnar, zstd -19, dictionary 1414548233 (torch-export-9)`` (or ``msgpack, none``, and
         ``, block checksums`` when the file has them): what ``convert`` prints."""
         from tracepack import dictionaries
 
