@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.torch.conftest import CORPUS, PACKAGE_LAYOUT, TORCH_MARKS
+from tests.torch.conftest import CORPUS, PACKAGE_LAYOUT, READS_PACKAGE, TORCH_MARKS
 from tracepack.cli import main
 from tracepack.errors import DecodeError, LegacyFormatError
 
@@ -65,7 +65,7 @@ def _one_line(exc: BaseException) -> str:
 # -- torch's own errors inside tracepack.torch.load -----------------------------------------------------
 
 
-@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
+@READS_PACKAGE.mark  # torch.export.load of the sample, a <name>/models/ archive, is the reference
 def test_a_target_that_is_not_an_operator_names_the_nodes_target(tmp_path: Path) -> None:
     path = _edited(tmp_path, lambda p: p["graph_module"]["graph"]["nodes"][3].update(target="os.system"))
     with pytest.raises(RuntimeError, match="error when deserializing"):
@@ -77,7 +77,7 @@ def test_a_target_that_is_not_an_operator_names_the_nodes_target(tmp_path: Path)
     assert "failed to resolve os.system to an operator" in text
 
 
-@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
+@READS_PACKAGE.mark  # torch.export.load of the sample, a <name>/models/ archive, is the reference
 def test_a_broken_node_names_the_node(tmp_path: Path) -> None:
     def edit(p: Any) -> None:
         p["graph_module"]["graph"]["nodes"][3]["inputs"][0]["arg"] = {"as_tensor": {"name": "no_such_value"}}
@@ -159,7 +159,7 @@ ELSEWHERE: dict[str, tuple[Callable[[Any], None], str, str, type[Exception], str
 }
 
 
-@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
+@READS_PACKAGE.mark  # torch.export.load of the sample, a <name>/models/ archive, is the reference
 @pytest.mark.parametrize("case", sorted(ELSEWHERE))
 def test_torchs_errors_outside_nodes_name_the_part_it_was_reading(case: str, tmp_path: Path) -> None:
     edit, where, said, reference, reference_said = ELSEWHERE[case]
@@ -217,7 +217,7 @@ def test_an_argument_nested_past_the_budget_is_refused_at_it(tmp_path: Path, dep
     assert not (tmp_path / "packed.pt2").exists()
 
 
-@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
+@READS_PACKAGE.mark  # torch.export.load of the sample, a <name>/models/ archive, is the reference
 def test_from_node_nested_100000_deep_is_refused_at_the_budget(tmp_path: Path) -> None:
     """``from_node`` is JSON text torch parses when it loads the program: nested 100,000 deep, torch's
     parse runs out of recursion (torch.export.load too); tracepack.torch.load names the node's entry
@@ -269,7 +269,7 @@ def test_invalid_utf8_names_the_byte(tmp_path: Path) -> None:
     assert _one_line(err.value) == f"{path}:{PROGRAM}: byte {at}: not UTF-8 text"
 
 
-@PACKAGE_LAYOUT.mark  # loads the sample, a <name>/models/ archive
+@READS_PACKAGE.mark  # torch.export.load of the sample, a <name>/models/ archive, is the reference
 def test_a_lone_surrogate_in_a_stack_trace_stays_in_the_packed_program(tmp_path: Path) -> None:
     """JSON allows ``\\ud800`` and torch writes it; no UTF-8 holds it, so pack leaves that one string in
     the program (everything else moves): the archive comes back byte for byte, and torch.load gives
