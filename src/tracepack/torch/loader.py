@@ -71,6 +71,18 @@ class SchemaMismatch(VersionError, RuntimeError):
     ``torch.export.load`` raises a ``RuntimeError`` for it (its deserializer's ``SerializeError``), so
     this is one too, besides a ``VersionError``."""
 
+    @classmethod
+    def of(cls, version: str, relation: str, installed_major: int, source: str) -> SchemaMismatch:
+        """The one message both loaders raise: the file's schema ``version``, ``relation`` ("newer" or
+        "older") than the installed torch's ``installed_major``, and what tracepack.torch supports."""
+        return cls(
+            f"written with torch export schema {version}, {relation} than this torch's {installed_major}.x; "
+            f"tracepack.torch supports torch {SUPPORTED_TORCH} "
+            f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
+            source=source,
+            where="$.schema_version",
+        )
+
 
 class MemberMissing(LegacyFormatError, AssertionError):
     """A weights or constants config the program needs is not in the archive (torch:
@@ -659,14 +671,8 @@ def load_program_dict(program: Any, source: str) -> Any:
     if type(version) is dict and type(version.get("major")) is int:
         file_major = version["major"]
         if file_major != major and not (file_major == 0 and version.get("minor") == 0):
-            newer = "newer" if file_major > major else "older"
-            raise SchemaMismatch(
-                f"written with torch export schema {file_major}.{version.get('minor')}, {newer} than this torch's "
-                f"{major}.x; tracepack.torch supports torch {SUPPORTED_TORCH} "
-                f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
-                source=source,
-                where="$.schema_version",
-            )
+            relation = "newer" if file_major > major else "older"
+            raise SchemaMismatch.of(f"{file_major}.{version.get('minor')}", relation, major, source)
     from tracepack.io.guard import run
 
     # as deep as the parse allowed (the max_depth budget): a walk that runs out of room retries with it

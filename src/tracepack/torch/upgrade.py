@@ -447,15 +447,8 @@ def _deserialize(
     version = schema_version_of(program)
     if version is not None and version.major > target.major:  # what tracepack.torch.load says of any archive
         from tracepack.torch.loader import SchemaMismatch
-        from tracepack.torch.serde import SUPPORTED_SCHEMA_MAJORS, SUPPORTED_TORCH
 
-        raise SchemaMismatch(
-            f"written with torch export schema {version}, newer than this torch's {target.major}.x; "
-            f"tracepack.torch supports torch {SUPPORTED_TORCH} "
-            f"(schema {', '.join(f'{m}.x' for m in SUPPORTED_SCHEMA_MAJORS)})",
-            source=where,
-            where="$.schema_version",
-        )
+        raise SchemaMismatch.of(str(version), "newer", target.major, where)
     # a flat archive of the installed torch's own schema (torch 2.6/2.7): as torch reads it
     upgraded = program if version == target else upgrade_program(program, source=where, target=target)
     missing = missing_operator(upgraded)
