@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import tempfile
 import time
@@ -42,33 +41,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "torch"))
 
 import torch
-from _sample_common import REPO_ROOT, PathRewriter, machine_prefixes, rewrite_zip
+from _sample_common import REPO_ROOT, PathRewriter, check_clean, machine_prefixes, rewrite_zip, stable_ids
 from torch.export import Dim
 
 OUT = REPO_ROOT / ".bench" / "zoo"
 SEED = 0
-
-#: Object ids (13-16 digits) and addresses (``0x7f...``) differ on every run: numbered in order of appearance.
-_OBJECT_ID = re.compile(rb"(?<![0-9.])[1-9][0-9]{12,15}(?![0-9.])")
-_ADDRESS = re.compile(rb"0x[0-9a-f]{9,16}\b")
-
-
-#: A machine path left after rewriting: one of these at the start of a path (``_sample_common.FORBIDDEN``'s
-#: prefixes, but not inside a longer path: transformers' ``models/opt/modeling_opt.py`` is no leak).
-_LEAK = re.compile(rb"(?<![\w.-])/(?:tmp|work|root|opt|private|var/folders)/")
-
-
-def check_clean(label: str, data: bytes) -> None:
-    leaks = sorted({m.group().decode() for m in _LEAK.finditer(data)})
-    if leaks:
-        raise SystemExit(f"{label}: machine paths remain after rewriting: {leaks}")
-
-
-def stable_ids(data: bytes) -> bytes:
-    ids: dict[bytes, bytes] = {}
-    data = _OBJECT_ID.sub(lambda m: ids.setdefault(m.group(), b"%d" % (140000000000000 + len(ids))), data)
-    addresses: dict[bytes, bytes] = {}
-    return _ADDRESS.sub(lambda m: addresses.setdefault(m.group(), b"0x%x" % (0x7F0000000000 + len(addresses))), data)
 
 
 class _Logits(torch.nn.Module):

@@ -9,6 +9,7 @@ built from samples), that none slipped through.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import zipfile
 from pathlib import Path
@@ -22,7 +23,7 @@ DATA_DIRS = (ROOT / "tests" / "data", ROOT / "src" / "tracepack" / "data")
 #: per-user temp). Neutral sample paths start with /home/user/ or /usr/lib/.
 MACHINE_PREFIXES = (b"/tmp/", b"/work/", b"/root/", b"/opt/", b"/private/", b"/var/folders/")
 #: A prefix where a path starts (not after a name character: ``transformers/models/opt/`` is a
-#: package, not ``/opt/``), as ``scripts/zoo/export_zoo.py`` checks the programs it writes.
+#: package, not ``/opt/``), as the exporters' ``check_clean`` (``scripts/torch/_sample_common.py``) checks what they write.
 MACHINE_PATH = re.compile(rb"(?<![\w.-])(" + b"|".join(map(re.escape, MACHINE_PREFIXES)) + rb")")
 
 FILES = sorted(p for d in DATA_DIRS for p in d.rglob("*") if p.is_file())
@@ -34,6 +35,22 @@ def test_the_check_finds_paths_where_they_start(prefix: bytes) -> None:
         assert MACHINE_PATH.search(start + prefix + b"x.py")
     for inside in (b"site-packages/transformers/models", b"the_tmp", b"a.b", b"x-y"):
         assert not MACHINE_PATH.search(inside + prefix + b"x.py")  # a package or name, not a machine path
+
+
+def test_the_exporters_check_the_same_rule() -> None:
+    """The exporters (torch samples, the zoo, the real models, the dictionary corpus) refuse what this test
+    refuses and accept what it accepts: one list of prefixes, one rule."""
+    spec = importlib.util.spec_from_file_location("_sample_common", ROOT / "scripts" / "torch" / "_sample_common.py")
+    assert spec is not None
+    assert spec.loader is not None
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    assert common.FORBIDDEN == MACHINE_PREFIXES
+    for prefix in MACHINE_PREFIXES:
+        for start in (b'File "', b"\x00", b" ", b""):
+            with pytest.raises(SystemExit, match=re.escape(prefix.decode())):
+                common.check_clean("sample", start + prefix + b"x.py")
+        common.check_clean("sample", b"site-packages/transformers/models" + prefix + b"x.py")
 
 
 def test_there_is_data_to_check() -> None:
