@@ -46,38 +46,38 @@ def _image(size: int = 224) -> tuple[Any, ...]:
     return (torch.randn(1, 3, size, size),)
 
 
-def _tokens(vocab: int, seq: int = 16) -> tuple[Any, ...]:
-    return (torch.randint(0, vocab, (1, seq)),)
+Builder = Callable[[], tuple[Any, tuple[Any, ...], Any]]  # (module, example inputs, dynamic shapes or None)
 
 
-def _torchvision(name: str, size: int = 224) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
-    def build() -> tuple[Any, tuple[Any, ...]]:
+def _torchvision(name: str, size: int = 224) -> Builder:
+    def build() -> tuple[Any, tuple[Any, ...], Any]:
         import torchvision
 
-        return getattr(torchvision.models, name)(weights=None), _image(size)
+        return getattr(torchvision.models, name)(weights=None), _image(size), None
 
     return build
 
 
-def _timm(name: str, size: int = 224) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
-    def build() -> tuple[Any, tuple[Any, ...]]:
+def _timm(name: str, size: int = 224) -> Builder:
+    def build() -> tuple[Any, tuple[Any, ...], Any]:
         import timm
 
-        return timm.create_model(name, pretrained=False), _image(size)
+        return timm.create_model(name, pretrained=False), _image(size), None
 
     return build
 
 
-def _hf(model: str, config: str, vocab: int, **options: Any) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
-    """A ``transformers`` model class built from its config class (defaults unless ``options``)."""
+def hf(model: str, config: str, vocab: int, *, dynamic: bool = False, seq: int = 16, **options: Any) -> Builder:
+    """A ``transformers`` model from its config class (defaults unless ``options``), on ``seq`` ids."""
 
-    def build() -> tuple[Any, tuple[Any, ...]]:
+    def build() -> tuple[Any, tuple[Any, ...], Any]:
         import transformers
 
         cfg = getattr(transformers, config)(**options)
         cfg.use_cache = False
         net = getattr(transformers, model)._from_config(cfg, attn_implementation="eager")
-        return _Logits(net), _tokens(vocab)
+        shapes = ({1: torch.export.Dim("seq", min=2, max=128)},) if dynamic else None
+        return _Logits(net), (torch.randint(0, vocab, (1, seq)),), shapes
 
     return build
 
@@ -97,7 +97,7 @@ _SMALL_LM = {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 
 
 #: name -> builder of (module, example inputs). Six of each library; standard configurations where the
 #: library has one (``bert-base``, ``gpt2``, ``t5-small``...), small ones for the decoder LMs.
-MODELS: dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]] = {
+MODELS: dict[str, Builder] = {
     "tv_resnet18": _torchvision("resnet18"),
     "tv_mobilenet_v3_small": _torchvision("mobilenet_v3_small"),
     "tv_efficientnet_b0": _torchvision("efficientnet_b0"),
@@ -110,12 +110,12 @@ MODELS: dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]] = {
     "timm_regnetx_002": _timm("regnetx_002"),
     "timm_mixer_s16_224": _timm("mixer_s16_224"),
     "timm_resnet26d": _timm("resnet26d"),
-    "hf_bert": _hf("BertModel", "BertConfig", 30522),
-    "hf_gpt2": _hf("GPT2Model", "GPT2Config", 50257),
-    "hf_distilbert": _hf("DistilBertModel", "DistilBertConfig", 30522),
-    "hf_t5_encoder": _hf("T5EncoderModel", "T5Config", 32128),
-    "hf_llama_small": _hf("LlamaModel", "LlamaConfig", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
-    "hf_qwen2_small": _hf("Qwen2Model", "Qwen2Config", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
+    "hf_bert": hf("BertModel", "BertConfig", 30522),
+    "hf_gpt2": hf("GPT2Model", "GPT2Config", 50257),
+    "hf_distilbert": hf("DistilBertModel", "DistilBertConfig", 30522),
+    "hf_t5_encoder": hf("T5EncoderModel", "T5Config", 32128),
+    "hf_llama_small": hf("LlamaModel", "LlamaConfig", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
+    "hf_qwen2_small": hf("Qwen2Model", "Qwen2Config", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
 }
 
 
@@ -135,9 +135,9 @@ def versions() -> dict[str, str]:
 def model_json(name: str, work: Path) -> bytes:
     """torch's ``model.json`` of model ``name``, as ``torch.export.save`` writes it."""
     torch.manual_seed(SEED)
-    module, inputs = MODELS[name]()
+    module, inputs, shapes = MODELS[name]()
     with torch.no_grad():
-        program = torch.export.export(module.eval(), inputs, strict=False)
+        program = torch.export.export(module.eval(), inputs, dynamic_shapes=shapes, strict=False)
     path = work / f"{name}.pt2"
     torch.export.save(program, path)
     with zipfile.ZipFile(path) as archive:

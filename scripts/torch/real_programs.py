@@ -29,68 +29,16 @@ import tempfile
 import time
 import warnings
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from _sample_common import REPO_ROOT, PathRewriter, check_clean, machine_prefixes, rewrite_zip
+from real_models import MODELS as REAL_SET
+from real_models import SEED, Builder, hf
 
 OUT = REPO_ROOT / ".bench" / "real-pt2"
-SEED = 0
 
-Builder = Callable[[], tuple[Any, tuple[Any, ...], Any]]
-
-
-def _image(size: int = 224) -> tuple[Any, ...]:
-    return (torch.randn(1, 3, size, size),)
-
-
-def _torchvision(name: str, size: int = 224) -> Builder:
-    def build() -> tuple[Any, tuple[Any, ...], Any]:
-        import torchvision
-
-        return getattr(torchvision.models, name)(weights=None), _image(size), None
-
-    return build
-
-
-def _timm(name: str, size: int = 224) -> Builder:
-    def build() -> tuple[Any, tuple[Any, ...], Any]:
-        import timm
-
-        return timm.create_model(name, pretrained=False), _image(size), None
-
-    return build
-
-
-class _Logits(torch.nn.Module):
-    """A transformers model called on input ids, returning its first output (a tensor)."""
-
-    def __init__(self, model: Any) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: Any) -> Any:
-        return self.model(input_ids=input_ids, return_dict=False)[0]
-
-
-def _hf(model: str, config: str, vocab: int, *, dynamic: bool = False, seq: int = 16, **options: Any) -> Builder:
-    """A ``transformers`` model built from its config class (defaults unless ``options``)."""
-
-    def build() -> tuple[Any, tuple[Any, ...], Any]:
-        import transformers
-
-        cfg = getattr(transformers, config)(**options)
-        cfg.use_cache = False
-        net = getattr(transformers, model)._from_config(cfg, attn_implementation="eager")
-        shapes = ({1: torch.export.Dim("seq", min=2, max=128)},) if dynamic else None
-        return _Logits(net), (torch.randint(0, vocab, (1, seq)),), shapes
-
-    return build
-
-
-_SMALL_LM = {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4, "num_attention_heads": 4}
 _TINY_DEEP_LM = {
     "vocab_size": 1000,
     "hidden_size": 64,
@@ -101,26 +49,10 @@ _TINY_DEEP_LM = {
     "max_position_embeddings": 256,
 }
 
+#: The size benchmark's 18 (scripts/torch/real_models.py) and one deep dynamic-shape program.
 MODELS: dict[str, Builder] = {
-    "tv_resnet18": _torchvision("resnet18"),
-    "tv_mobilenet_v3_small": _torchvision("mobilenet_v3_small"),
-    "tv_efficientnet_b0": _torchvision("efficientnet_b0"),
-    "tv_densenet121": _torchvision("densenet121"),
-    "tv_swin_t": _torchvision("swin_t"),
-    "tv_vit_b_16": _torchvision("vit_b_16"),
-    "timm_vit_tiny_patch16_224": _timm("vit_tiny_patch16_224"),
-    "timm_convnext_atto": _timm("convnext_atto"),
-    "timm_mobilevit_xxs": _timm("mobilevit_xxs", 256),
-    "timm_regnetx_002": _timm("regnetx_002"),
-    "timm_mixer_s16_224": _timm("mixer_s16_224"),
-    "timm_resnet26d": _timm("resnet26d"),
-    "hf_bert": _hf("BertModel", "BertConfig", 30522),
-    "hf_gpt2": _hf("GPT2Model", "GPT2Config", 50257),
-    "hf_distilbert": _hf("DistilBertModel", "DistilBertConfig", 30522),
-    "hf_t5_encoder": _hf("T5EncoderModel", "T5Config", 32128),
-    "hf_llama_small": _hf("LlamaModel", "LlamaConfig", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
-    "hf_qwen2_small": _hf("Qwen2Model", "Qwen2Config", 32000, vocab_size=32000, num_key_value_heads=2, **_SMALL_LM),
-    "hf_llama_9k_dyn": _hf("LlamaModel", "LlamaConfig", 1000, dynamic=True, **_TINY_DEEP_LM),
+    **REAL_SET,
+    "hf_llama_9k_dyn": hf("LlamaModel", "LlamaConfig", 1000, dynamic=True, **_TINY_DEEP_LM),
 }
 
 
