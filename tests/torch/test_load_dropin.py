@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.torch.compare import describe
-from tests.torch.conftest import CORPUS, DIRECT_SAVE, PACKAGE_LAYOUT, READS_PACKAGE, TORCH_MARKS
+from tests.torch.conftest import CORPUS, PACKAGE_LAYOUT, READS_PACKAGE, TORCH_MARKS
 from tracepack.errors import InputError, UnsafePickleError
 
 torch = pytest.importorskip("torch")
@@ -206,13 +206,6 @@ def _fake_input_program(dynamic: bool) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.xfail(
-    not DIRECT_SAVE.present,
-    reason="open: on the flat layout torch.export.save writes before 2.10 (2.6-2.9) tracepack.torch.load refuses "
-    "the fake tensors in the weights pickle (torch.load weights_only: _reconstruct_fake_tensor) where "
-    "torch.export.load loads them",
-    strict=True,
-)
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_fake_tensor_example_inputs_load_as_torch_loads_them(dynamic: bool) -> None:
     data = _fake_input_program(dynamic)
@@ -285,7 +278,10 @@ def test_exportdb_programs_load_as_torch_loads_them(name: str, strict: bool) -> 
     except Exception as exc:  # not ours: this torch cannot export it in this mode
         pytest.skip(f"torch.export.export fails ({type(exc).__name__})")
     buf = io.BytesIO()
-    torch.export.save(ep, buf)
+    try:
+        torch.export.save(ep, buf)
+    except Exception as exc:  # not ours either: torch 2.6 cannot serialize a map's outputs (dynamic_shape_map)
+        pytest.skip(f"torch.export.save fails ({type(exc).__name__})")
     raw = buf.getvalue()
     theirs = torch.export.load(io.BytesIO(raw))
     expected = theirs.module()(*copy.deepcopy(pristine[0]), **copy.deepcopy(pristine[1]))

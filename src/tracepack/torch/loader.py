@@ -707,18 +707,34 @@ def _program(z: _Zip, model: str, *, older: bool = False) -> Any:
 
 def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs: Any, *, source: str,
                 expected_opset_version: dict[str, int] | None = None, trust_pickles: bool = False,
-                inputs_source: str = "<example inputs>") -> Any:  # fmt: skip
+                inputs_source: str = "<example inputs>", sources: dict[str, str] | None = None) -> Any:  # fmt: skip
     """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse and the
     shorter roads of :mod:`tracepack.torch.deserializer`. ``example_inputs`` given as bytes (the
-    archive's member) are unpickled inside the deserializer, as torch does, by :func:`example_inputs`."""
+    archive's member) are unpickled inside the deserializer, as torch does, by :func:`example_inputs_of`;
+    so are ``state_dict`` and ``constants`` given as bytes (the flat layout's pickled members, whose
+    tensors may be fake: torch 2.6-2.9 pickle them with ``_reconstruct_fake_tensor`` too).
+    ``sources``: the member each of them was read from (``state_dict``, ``constants``), for errors."""
     from tracepack.torch.deserializer import patched
 
     serde = importlib.import_module("torch._export.serde.serialize")
     rebound = patched(serde)
     rebound.state.sympy = _CachedSympy(serde.sympy, source)
-    rebound.state.artifact = lambda data: example_inputs_of(data, trust=trust_pickles, source=inputs_source)
-    if not rebound.inputs_inside and isinstance(example_inputs, (bytes, bytearray)) and example_inputs:
-        example_inputs = example_inputs_of(bytes(example_inputs), trust=trust_pickles, source=inputs_source)
+    named = {id(state_dict): "state_dict", id(constants): "constants"}
+    where = {**(sources or {}), "example_inputs": inputs_source}
+
+    def unpickle(data: Any, what: str = "") -> Any:
+        what = what or named.get(id(data), "example_inputs")
+        label = {"state_dict": "the weights", "constants": "the constants"}.get(what, "example inputs")
+        return example_inputs_of(bytes(data), trust=trust_pickles, source=where.get(what, inputs_source), what=label)
+
+    rebound.state.artifact = unpickle
+    if not rebound.inputs_inside:  # this torch unpickles them itself (weights_only=False): never hand it bytes
+        if isinstance(example_inputs, (bytes, bytearray)) and example_inputs:
+            example_inputs = unpickle(example_inputs, "example_inputs")
+        if isinstance(state_dict, (bytes, bytearray)):
+            state_dict = unpickle(state_dict, "state_dict") if state_dict else {}
+        if isinstance(constants, (bytes, bytearray)):
+            constants = unpickle(constants, "constants") if constants else {}
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
@@ -733,8 +749,9 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
         rebound.state.artifact = None
 
 
-def example_inputs_of(data: bytes, *, trust: bool, source: str) -> Any:
-    """A program's pickled example inputs, unpickled while torch's deserializer is current.
+def example_inputs_of(data: bytes, *, trust: bool, source: str, what: str = "example inputs") -> Any:
+    """A program's pickled example inputs (or, on the flat layout, its weights or constants: ``what``),
+    unpickled while torch's deserializer is current.
 
     torch's data-only unpickler (``weights_only=True``), which also accepts torch's own
     ``_reconstruct_fake_tensor``: example inputs that are fake tensors (non-strict export with a fake
@@ -753,7 +770,7 @@ def example_inputs_of(data: bytes, *, trust: bool, source: str) -> Any:
             return torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:
         if not trust:
-            raise _refuse(source, "example inputs needs more than torch's weights_only unpickler") from exc
+            raise _refuse(source, f"{what} cannot be read with torch.load(weights_only=True)") from exc
     return torch.load(io.BytesIO(data), weights_only=False)
 
 

@@ -220,23 +220,9 @@ def _check_module_paths(program: Any, *, where: str) -> None:
                     todo.append((arg["as_graph"].get("graph"), f"{at}.nodes[{i}].inputs[{j}].arg.as_graph.graph"))
 
 
-def _weights_only(archive: Archive, names: tuple[str, ...], what: str) -> Any:
-    """The first of ``names`` in the archive, read with ``torch.load(weights_only=True)``."""
-    torch = _torch()
-    for name in names:
-        if name in archive.names():
-            data = archive.read(name)
-            if not data:
-                return {}
-            try:
-                return torch.load(io.BytesIO(data), weights_only=True)
-            except Exception as exc:  # torch raises UnpicklingError/RuntimeError with long texts
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise UnsafePickleError(
-                    f"{what} cannot be read with torch.load(weights_only=True): {first}",
-                    source=f"{archive.source}:{name}",
-                ) from None
-    return None
+def _first(archive: Archive, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` the archive holds."""
+    return next((name for name in names if name in archive.names()), None)
 
 
 def load_upgraded(
@@ -288,9 +274,15 @@ def _load_upgraded(
                 extra_files=extra_files,
                 expected_opset_version=expected_opset_version,
             )
-        state_dict = _weights_only(archive, layouts.FLAT_STATE_DICT, "the weights")
-        constants = _weights_only(archive, ("serialized_constants.pt", "serialized_constants.json"), "the constants")
-        example_inputs = _weights_only(archive, (layouts.FLAT_EXAMPLE_INPUTS,), "the example inputs")
+        # The weights and constants too: non-strict export with a fake mode pickles fake tensors in them.
+        weights_name = _first(archive, layouts.FLAT_STATE_DICT)
+        constants_name = _first(archive, ("serialized_constants.pt", "serialized_constants.json"))
+        state_dict = archive.read(weights_name) if weights_name else None
+        constants = archive.read(constants_name) if constants_name else None
+        # Unpickled inside torch's deserializer (loader.deserialize), as torch does: example inputs that are
+        # fake tensors (pickled as _reconstruct_fake_tensor) are made in its fake mode, which needs it current.
+        inputs_name = layouts.FLAT_EXAMPLE_INPUTS
+        example_inputs = archive.read(inputs_name) if inputs_name in archive.names() else None
         if extra_files is not None:  # torch 2.1-2.7 wrote extra_files/<name>
             for name in archive.names():
                 if name.startswith(_FLAT_EXTRA):
@@ -305,6 +297,9 @@ def _load_upgraded(
         example_inputs,
         where=where,
         expected_opset_version=expected_opset_version,
+        trust_pickles=trust_pickles,
+        inputs_source=f"{source}:{inputs_name}",
+        sources={"state_dict": f"{source}:{weights_name}", "constants": f"{source}:{constants_name}"},
     )
 
 
@@ -442,7 +437,13 @@ def _deserialize(
     *,
     where: str,
     expected_opset_version: dict[str, int] | None = None,
+    trust_pickles: bool = False,
+    inputs_source: str = "<example inputs>",
+    sources: dict[str, str] | None = None,
 ) -> Any:
+    """The upgraded ``program`` built by torch's deserializer. ``state_dict``, ``constants`` and
+    ``example_inputs`` may be the archive's pickled members (bytes, named in ``sources`` and
+    ``inputs_source``): unpickled inside the deserializer, data-only unless ``trust_pickles``."""
     target = installed_schema()
     version = schema_version_of(program)
     if version is not None and version.major > target.major:  # what tracepack.torch.load says of any archive
@@ -466,7 +467,15 @@ def _deserialize(
 
     # torch's deserializer, with the expression check before sympy (which would eval every expr_str).
     return deserialize(
-        serialized, state_dict, constants, example_inputs, source=where, expected_opset_version=expected_opset_version
+        serialized,
+        state_dict,
+        constants,
+        example_inputs,
+        source=where,
+        expected_opset_version=expected_opset_version,
+        trust_pickles=trust_pickles,
+        inputs_source=inputs_source,
+        sources=sources,
     )
 
 
