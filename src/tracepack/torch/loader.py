@@ -602,8 +602,8 @@ def _config_member(z: _Zip, c: Any, name: str, model: str) -> str:
 
 def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     legacy = f"{c.WEIGHTS_DIR}{model}.pt"
-    if z.has(legacy):
-        return _weights_only(z, legacy, trust=trust, what="weights in the legacy layout")
+    if z.has(legacy):  # torch 2.8/2.9: one pickle, unpickled inside the deserializer (fake tensors need it)
+        return z.read(legacy)
     rel = _config_member(z, c, "WEIGHTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
         raise MemberMissing("no weights config", source=z.where(rel), expected="a torch.export .pt2")
@@ -627,8 +627,8 @@ def _state_dict(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
 
 def _constants(z: _Zip, model: str, serde: Any, c: Any, *, trust: bool) -> Any:
     legacy = f"{c.CONSTANTS_DIR}{model}.pt"
-    if z.has(legacy):
-        return _weights_only(z, legacy, trust=trust, what="constants in the legacy layout")
+    if z.has(legacy):  # as the weights
+        return z.read(legacy)
     rel = _config_member(z, c, "CONSTANTS_CONFIG_FILENAME_FORMAT", model)
     if not z.has(rel):
         raise MemberMissing("no constants config", source=z.where(rel), expected="a torch.export .pt2")
@@ -991,6 +991,10 @@ def load_pt2(
             expected_opset_version=expected_opset_version,
             trust_pickles=trust_pickles,
             inputs_source=z.where(inputs_rel),
+            sources={
+                "state_dict": z.where(f"{c.WEIGHTS_DIR}{model}.pt"),
+                "constants": z.where(f"{c.CONSTANTS_DIR}{model}.pt"),
+            },
         )
         # The decoded program goes before the collector is back: its first pass would walk it all.
         del serialized, state_dict, constants, example_inputs
