@@ -20,9 +20,10 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "generated" / "python")]
+sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "generated" / "python"), str(REPO_ROOT / "scripts" / "torch")]
 
 import zstandard  # noqa: E402 - after sys.path
+from _sample_common import check_clean  # noqa: E402 - the exporters' one machine-path rule
 
 import tracepack  # noqa: E402
 from tracepack.container import HEADER_SIZE  # noqa: E402
@@ -33,8 +34,6 @@ CORPUS = REPO_ROOT / ".bench" / "executorch-dictionary-corpus"
 #: The codecs an ETRecord's method is written with compressed (``tracepack convert`` keeps the smaller of the
 #: two); FlatBuffers and JSON payloads are left out of training: a 512 KiB dictionary holds more of these two.
 CODECS = ("msgpack", "columnar")
-#: Machine paths that must never reach a shipped dictionary.
-FORBIDDEN = (b"/tmp/", b"/work/", b"/root/", b"/opt/", b"/private/", b"/var/folders/")
 
 
 def samples(corpus: Path) -> list[bytes]:
@@ -45,9 +44,7 @@ def samples(corpus: Path) -> list[bytes]:
     out = []
     for path in records:
         data = path.read_bytes()
-        for leak in FORBIDDEN:
-            if leak in data:
-                raise SystemExit(f"{path.name} holds a machine path ({leak.decode()})")
+        check_clean(path.name, data)  # no machine path may reach a shipped dictionary
         for doc in import_etrecord(data, source=path.name).values():
             for codec in CODECS:
                 out.append(tracepack.dumps(doc, codec=codec, compression="none")[HEADER_SIZE:])
