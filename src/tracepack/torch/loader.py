@@ -710,7 +710,7 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
                 inputs_source: str = "<example inputs>", sources: dict[str, str] | None = None) -> Any:  # fmt: skip
     """torch's ``ExportedProgramDeserializer().deserialize`` with the checked, cached sympy parse and the
     shorter roads of :mod:`tracepack.torch.deserializer`. ``example_inputs`` given as bytes (the
-    archive's member) are unpickled inside the deserializer, as torch does, by :func:`example_inputs_of`;
+    archive's member) are unpickled inside the deserializer, as torch does, by :func:`unpickle_artifact`;
     so are ``state_dict`` and ``constants`` given as bytes (the flat layout's pickled members, whose
     tensors may be fake: torch 2.6-2.9 pickle them with ``_reconstruct_fake_tensor`` too).
     ``sources``: the member each of them was read from (``state_dict``, ``constants``), for errors."""
@@ -719,22 +719,26 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
     serde = importlib.import_module("torch._export.serde.serialize")
     rebound = patched(serde)
     rebound.state.sympy = _CachedSympy(serde.sympy, source)
-    named = {id(state_dict): "state_dict", id(constants): "constants"}
-    where = {**(sources or {}), "example_inputs": inputs_source}
+    at = sources or {}
+    # torch's deserializer hands each member's bytes back as it got them: by identity, which member it is
+    members = {
+        id(example_inputs): ("example inputs", inputs_source),
+        id(constants): ("the constants", at.get("constants", source)),
+        id(state_dict): ("the weights", at.get("state_dict", source)),
+    }
 
-    def unpickle(data: Any, what: str = "") -> Any:
-        what = what or named.get(id(data), "example_inputs")
-        label = {"state_dict": "the weights", "constants": "the constants"}.get(what, "example inputs")
-        return example_inputs_of(bytes(data), trust=trust_pickles, source=where.get(what, inputs_source), what=label)
+    def unpickle(data: Any) -> Any:
+        what, where = members.get(id(data), ("example inputs", inputs_source))
+        return unpickle_artifact(bytes(data), trust=trust_pickles, source=where, what=what)
 
     rebound.state.artifact = unpickle
     if not rebound.inputs_inside:  # this torch unpickles them itself (weights_only=False): never hand it bytes
         if isinstance(example_inputs, (bytes, bytearray)) and example_inputs:
-            example_inputs = unpickle(example_inputs, "example_inputs")
+            example_inputs = unpickle(example_inputs)
         if isinstance(state_dict, (bytes, bytearray)):
-            state_dict = unpickle(state_dict, "state_dict") if state_dict else {}
+            state_dict = unpickle(state_dict) if state_dict else {}
         if isinstance(constants, (bytes, bytearray)):
-            constants = unpickle(constants, "constants") if constants else {}
+            constants = unpickle(constants) if constants else {}
     try:
         return rebound.deserialize(serde.ExportedProgramDeserializer(expected_opset_version), serialized, state_dict,
                                    constants, example_inputs)  # fmt: skip
@@ -749,7 +753,7 @@ def deserialize(serialized: Any, state_dict: Any, constants: Any, example_inputs
         rebound.state.artifact = None
 
 
-def example_inputs_of(data: bytes, *, trust: bool, source: str, what: str = "example inputs") -> Any:
+def unpickle_artifact(data: bytes, *, trust: bool, source: str, what: str = "example inputs") -> Any:
     """A program's pickled example inputs (or, on the flat layout, its weights or constants: ``what``),
     unpickled while torch's deserializer is current.
 

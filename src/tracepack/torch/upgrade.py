@@ -282,7 +282,7 @@ def _load_upgraded(
         # Unpickled inside torch's deserializer (loader.deserialize), as torch does: example inputs that are
         # fake tensors (pickled as _reconstruct_fake_tensor) are made in its fake mode, which needs it current.
         inputs_name = layouts.FLAT_EXAMPLE_INPUTS
-        example_inputs = archive.read(inputs_name) if inputs_name in archive.names() else None
+        example_inputs = archive.read(inputs_name) if _first(archive, (inputs_name,)) else None
         if extra_files is not None:  # torch 2.1-2.7 wrote extra_files/<name>
             for name in archive.names():
                 if name.startswith(_FLAT_EXTRA):
