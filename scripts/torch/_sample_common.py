@@ -126,12 +126,12 @@ def stable_ids(data: bytes) -> bytes:
 
 #: A machine path left after rewriting: a ``FORBIDDEN`` prefix where a path starts, not inside a longer
 #: path (transformers' ``models/opt/modeling_opt.py`` is no leak of ``/opt/``).
-_LEAK = re.compile(rb"(?<![\w.-])(?:" + b"|".join(re.escape(p) for p in FORBIDDEN) + rb")")
+MACHINE_PATH = re.compile(rb"(?<![\w.-])(?:" + b"|".join(re.escape(p) for p in FORBIDDEN) + rb")")
 
 
 def check_clean(label: str, data: bytes) -> None:
     """Fail if ``data`` still names a machine path (a ``FORBIDDEN`` prefix at the start of a path)."""
-    leaks = sorted({m.group().decode() for m in _LEAK.finditer(data)})
+    leaks = sorted({m.group().decode() for m in MACHINE_PATH.finditer(data)})
     if leaks:
         raise SystemExit(f"{label}: machine paths remain after rewriting: {leaks}")
 

@@ -38,7 +38,7 @@ COMMON = _sample_common()
 MACHINE_PREFIXES: tuple[bytes, ...] = COMMON.FORBIDDEN
 #: A prefix where a path starts (not after a name character: ``transformers/models/opt/`` is a
 #: package, not ``/opt/``), as the exporters' ``check_clean`` checks what they write.
-MACHINE_PATH = re.compile(rb"(?<![\w.-])(" + b"|".join(map(re.escape, MACHINE_PREFIXES)) + rb")")
+MACHINE_PATH: re.Pattern[bytes] = COMMON.MACHINE_PATH
 
 FILES = sorted(p for d in DATA_DIRS for p in d.rglob("*") if p.is_file())
 
