@@ -908,7 +908,7 @@ def _columnar_vectors(small: tracepack.Document) -> list[Vector]:
     bad("not-a-map", "§6.1", "an array as the payload", msgspec.msgpack.encode([1, 2, 3]))
     bad("format", "§6.1", "format marker 'tracepack-rows'",
         columnar_bytes(dict(cols, format="tracepack-rows")))  # fmt: skip
-    bad("layout", "§6.1", "layout 3", columnar_bytes(dict(cols, layout=3)))
+    bad("layout", "§6.1", "layout 4", columnar_bytes(dict(cols, layout=4)))
     bad("layout-1-number", "§6.1", "layout 1 with a column keyed by number", columnar_bytes(dict(cols, layout=1)))
     both = columnar_bytes(cols)
     extra_key = msgspec.msgpack.encode("$.graph.nodes[].stack")
@@ -1010,6 +1010,46 @@ def _columnar_vectors(small: tracepack.Document) -> list[Vector]:
     bad("forms-number-negative", "§6.4.3", "a form number below 0", forms([lits, [row], [nstr], [nstr + 1], [-2]]))
     bad("forms-residual-range", "§6.4.3", "a residual past the i64 range",
         forms([lits, [row], [nstr], [nstr + 1], [2**63]]))  # fmt: skip
+    out.extend(_lag_vectors(small))
+    return out
+
+
+def _lag_vectors(small: tracepack.Document) -> list[Vector]:
+    """§6.4.4: ``lag`` columns (layout 3) made by hand on the small document, good and bad."""
+    out = []
+    cols = columns_payload(small)
+    assert cols["layout"] == columnar.LAYOUT  # too small for the writer to lag any column: the base is layout 2
+
+    def lagged(path: str, value: Any, layout: int = columnar.LAG_LAYOUT) -> bytes:
+        c = columns_payload(small)
+        c["columns"][path] = ["lag", value]
+        return columnar_bytes(dict(c, layout=layout))
+
+    def bad(name: str, spec: str, what: str, payload: bytes) -> None:
+        out.append(Vector(f"invalid/columnar/{name}", spec, what, repack(payload, "columnar")))
+
+    target = "$.graph.nodes[].target"
+    values = cols["columns"][target]
+    assert values[0] == "plain"
+    assert len(values[1]) == 3
+    v = values[1]
+    for lag in (1, 2, 5):
+        deltas = [x - (v[i - lag] if i >= lag else 0) for i, x in enumerate(v)]
+        out.append(Vector(f"valid/special/columnar-lag-{lag}", "§6.1, §6.4.4",
+                          f"layout 3 with the node target column lag-coded with lag {lag}: [{lag}, {deltas}] "
+                          f"for {v}", repack(lagged(target, [lag, deltas]), "columnar"), group="small"))  # fmt: skip
+    plain = [v[0], v[1] - v[0], v[2] - v[0]]  # lag 2 for rows 0 and 1, then row 2 from row 0
+    bad("lag-layout-2", "§6.1, §6.4.4", "a lag column in a layout 2 payload", lagged(target, [2, plain], layout=2))
+    bad("lag-zero", "§6.4.4", "lag 0", lagged(target, [0, v]))
+    bad("lag-65", "§6.4.4", "lag 65 (past 64)", lagged(target, [65, v]))
+    bad("lag-shape", "§6.4.4", "a lag value that is the differences alone, without the lag", lagged(target, v))
+    bad("lag-count", "§6.4.4, §6.5", "a lag column with one difference too few", lagged(target, [2, plain[:2]]))
+    bad("lag-on-strings", "§6.4.4", "lag on the string table's column",
+        lagged("$.strings[]", [2, [0] * len(cols["columns"]["$.strings[]"][1])]))  # fmt: skip
+    bad("lag-range", "§6.4.4", "a lag-coded u32 column whose sums pass 2^32-1",
+        lagged(target, [2, [2**32 - 1, 0, 1]]))  # fmt: skip
+    bad("lag-enum", "§6.4.4", "a lag-coded enum column whose sums leave the enum",
+        lagged("$.graph.nodes[].stack_style", [2, [1, 1, 4]]))  # fmt: skip
     return out
 
 

@@ -170,10 +170,11 @@ bool Reader::parse(std::string_view payload, const char* const* numbers, std::si
     if (format != "tracepack-columnar") {
         return fail("payload.format", "the format marker is " + rt::py_repr(format), "'tracepack-columnar'");
     }
-    if (layout_neg || (layout != 1 && layout != 2)) {
+    if (layout_neg || layout < 1 || layout > 3) {
         std::string v = layout_neg ? std::to_string(static_cast<std::int64_t>(layout)) : std::to_string(layout);
-        return fail("payload.layout", "columnar layout " + v + " is not readable by this build", "1 or 2");
+        return fail("payload.layout", "columnar layout " + v + " is not readable by this build", "1 or 2 or 3");
     }
+    layout_ = layout;
     // Paths (§6.3): every key a string, or layout 2's numbers resolved (an unknown number: a newer release's).
     bool all_strings = true;
     for (const auto& kv : columns) all_strings &= !kv.first.number;
@@ -250,13 +251,27 @@ bool check_count(rt::Failure& f, const std::string& path, std::uint64_t got, u12
                      to_string(n) + ", one per row");
 }
 
-// How a column of integers is stored: plain, or delta (allowed or not).
-enum class Enc { plain, delta, bad };
+// How a column of integers is stored: plain, delta, or lag (layout 3; both allowed or not).
+enum class Enc { plain, delta, lag, bad };
 
-Enc encoding(rt::Failure& f, const std::string& path, const Entry& e, bool delta_ok) {
+constexpr std::uint64_t kLagMax = 64;  // spec §6.4.4
+constexpr const char* kLagWhat = "[lag 1..64, [integer differences]]";
+
+Enc encoding(rt::Failure& f, const std::string& path, const Entry& e, bool delta_ok, std::uint64_t layout) {
     if (e.encoding == "plain") return Enc::plain;
+    if (e.encoding == "lag" && layout >= 3) {
+        if (delta_ok) return Enc::lag;
+        f.fail_at(ErrorClass::DecodeError, path, "lag encoding of a column that does not hold integers", "'plain'");
+        return Enc::bad;
+    }
+    if (e.encoding == "lag") {
+        f.fail_at(ErrorClass::DecodeError, path,
+                  "lag encoding in a columnar layout " + std::to_string(layout) + " payload", "layout 3");
+        return Enc::bad;
+    }
     if (e.encoding != "delta") {
-        f.fail_at(ErrorClass::DecodeError, path, "unknown column encoding " + rt::py_repr(e.encoding), "'plain' or 'delta'");
+        f.fail_at(ErrorClass::DecodeError, path, "unknown column encoding " + rt::py_repr(e.encoding),
+                  layout >= 3 ? "'plain', 'delta' or 'lag'" : "'plain' or 'delta'");
         return Enc::bad;
     }
     if (!delta_ok) {
@@ -266,9 +281,37 @@ Enc encoding(rt::Failure& f, const std::string& path, const Entry& e, bool delta
     return Enc::delta;
 }
 
-// A delta-coded column's values: any integers, summed exactly.
+// A lag-coded column's values (§6.4.4): [K, [d0, d1, ...]], row i is d_i plus row i - K, summed exactly.
+bool lag_sums(rt::Failure& f, const std::string& path, const Entry& e, u128 n, std::vector<i128>& sums) {
+    rt::Failure inner;
+    mp::Reader r(e.values, e.size, inner, UINT64_MAX);
+    std::uint32_t pair = 0, count = 0;
+    bool neg = false;
+    std::uint64_t lag = 0;
+    auto bad = [&](const std::string& problem) {
+        return f.fail_at(ErrorClass::DecodeError, path, "not a lag column: " + problem, kLagWhat);
+    };
+    if (!r.array(pair)) return bad(inner.error.problem);
+    if (pair != 2) return bad("Expected `array` of length 2, got " + std::to_string(pair));
+    if (!r.enum_int(neg, lag)) return bad(inner.error.problem + " - at `$[0]`");
+    if (neg || lag < 1) return bad("Expected `int` >= 1 - at `$[0]`");
+    if (lag > kLagMax) return bad("Expected `int` <= 64 - at `$[0]`");
+    if (!r.array(count)) return bad(inner.error.problem + " - at `$[1]`");
+    sums.clear();
+    sums.reserve(count < n ? count : static_cast<std::size_t>(n));
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::uint64_t bits = 0;
+        if (!r.enum_int(neg, bits)) return bad(inner.error.problem + " - at `$[1][" + std::to_string(i) + "]`");
+        i128 d = neg ? static_cast<i128>(static_cast<std::int64_t>(bits)) : static_cast<i128>(bits);
+        sums.push_back(i >= lag ? sums[i - lag] + d : d);
+    }
+    return check_count(f, path, count, n);
+}
+
+// A delta-coded column's values: any integers, summed exactly (a lag-coded one's, from each row K before).
 bool deltas(rt::Failure& f, const std::string& path, const Entry& e, u128 n, const char* what,
             std::vector<i128>& sums) {
+    if (e.encoding == "lag") return lag_sums(f, path, e, n, sums);
     std::uint64_t count = 0;
     i128 acc = 0;
     sums.clear();
@@ -302,10 +345,10 @@ bool Reader::ints(const std::string& path, u128 n, std::int64_t lo, std::int64_t
     const Entry* e = find(path);
     found = e != nullptr;
     if (!e) return true;
-    Enc enc = encoding(f_, path, *e, delta);
+    Enc enc = encoding(f_, path, *e, delta, layout_);
     if (enc == Enc::bad) return false;
     out.clear();
-    if (enc == Enc::delta) {
+    if (enc == Enc::delta || enc == Enc::lag) {
         std::vector<i128> sums;
         if (!deltas(f_, path, *e, n, what, sums)) return false;
         // below the range first, then above it (each the first such row)
@@ -343,10 +386,10 @@ bool Reader::uints(const std::string& path, u128 n, std::uint64_t hi, bool delta
     const Entry* e = find(path);
     found = e != nullptr;
     if (!e) return true;
-    Enc enc = encoding(f_, path, *e, delta);
+    Enc enc = encoding(f_, path, *e, delta, layout_);
     if (enc == Enc::bad) return false;
     out.clear();
-    if (enc == Enc::delta) {
+    if (enc == Enc::delta || enc == Enc::lag) {
         std::vector<i128> sums;
         if (!deltas(f_, path, *e, n, what, sums)) return false;
         for (int pass = 0; pass < 2; ++pass) {
@@ -383,10 +426,10 @@ bool Reader::lengths(const std::string& path, u128 n, std::vector<std::uint64_t>
     found = e != nullptr;
     if (!e) return true;
     const char* what = "lengths (integers >= 0)";
-    Enc enc = encoding(f_, path, *e, true);
+    Enc enc = encoding(f_, path, *e, true, layout_);
     if (enc == Enc::bad) return false;
     out.clear();
-    if (enc == Enc::delta) {
+    if (enc == Enc::delta || enc == Enc::lag) {
         std::vector<i128> sums;
         if (!deltas(f_, path, *e, n, what, sums)) return false;
         for (std::size_t i = 0; i < sums.size(); ++i) {
@@ -422,11 +465,11 @@ bool Reader::enums(const std::string& path, u128 n, const std::vector<std::int64
     const Entry* e = find(path);
     found = e != nullptr;
     if (!e) return true;
-    Enc enc = encoding(f_, path, *e, true);
+    Enc enc = encoding(f_, path, *e, true, layout_);
     if (enc == Enc::bad) return false;
     auto known = [&](i128 v) { return std::find(allowed.begin(), allowed.end(), v) != allowed.end(); };
     out.clear();
-    if (enc == Enc::delta) {
+    if (enc == Enc::delta || enc == Enc::lag) {
         std::vector<i128> sums;
         if (!deltas(f_, path, *e, n, what, sums)) return false;
         for (std::size_t i = 0; i < sums.size(); ++i) {
@@ -505,7 +548,7 @@ bool Reader::floats(const std::string& path, u128 n, std::vector<double>& out, b
     const Entry* e = find(path);
     found = e != nullptr;
     if (!e) return true;
-    if (encoding(f_, path, *e, false) == Enc::bad) return false;
+    if (encoding(f_, path, *e, false, layout_) == Enc::bad) return false;
     std::uint64_t count = 0;
     out.clear();
     out.reserve(e->size < n ? e->size : static_cast<std::size_t>(n));
@@ -529,7 +572,7 @@ bool Reader::bools(const std::string& path, u128 n, std::vector<bool>& out, bool
     const Entry* e = find(path);
     found = e != nullptr;
     if (!e) return true;
-    if (encoding(f_, path, *e, false) == Enc::bad) return false;
+    if (encoding(f_, path, *e, false, layout_) == Enc::bad) return false;
     std::uint64_t count = 0;
     out.clear();
     if (!each_value(*e, count, f_, path, "booleans", [&](mp::Reader& r, std::uint32_t) {
@@ -553,7 +596,7 @@ bool Reader::strings(const std::string& path, u128 n, std::vector<std::string>& 
     found = e != nullptr;
     if (!e) return true;
     if (e->encoding == "forms") return forms(path, n, *e, out);
-    if (encoding(f_, path, *e, false) == Enc::bad) return false;
+    if (encoding(f_, path, *e, false, layout_) == Enc::bad) return false;
     std::uint64_t count = 0;
     out.clear();
     out.reserve(e->size < n ? e->size : static_cast<std::size_t>(n));

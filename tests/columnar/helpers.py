@@ -11,7 +11,7 @@ import tracepack
 from tracepack import container
 from tracepack.codecs import columnar
 
-__all__ = ["columns_of", "pack", "payload_of", "repack", "unforms"]
+__all__ = ["columns_of", "pack", "payload_of", "repack", "stored_values", "unforms"]
 
 
 def payload_of(raw: Any, version: tuple[int, int]) -> dict[str, Any]:
@@ -32,8 +32,24 @@ def columns_of(doc: tracepack.Document) -> dict[str, list[Any]]:
             n = sum(columns[path.removesuffix("[]") + "#len"][1])
             out[path] = unforms(path, values, n)
         else:
-            out[path] = list(itertools.accumulate(values)) if encoding == columnar.DELTA else values
+            out[path] = stored_values([encoding, values])
     return out
+
+
+def stored_values(entry: list[Any]) -> list[Any]:
+    """The values of a ``plain``, ``delta`` or ``lag`` column entry ``[encoding, values]``, summed here as
+    spec §6.4 says (not by the codec): ``delta`` a running sum, ``lag`` ``[K, d]`` with row ``i`` the sum
+    of ``d[i]`` and row ``i - K``."""
+    encoding, values = entry
+    if encoding == columnar.DELTA:
+        return list(itertools.accumulate(values))
+    if encoding == columnar.LAG:
+        lag, deltas = values
+        out: list[int] = []
+        for i, d in enumerate(deltas):
+            out.append(d + (out[i - lag] if i >= lag else 0))
+        return out
+    return list(values)
 
 
 def unforms(path: str, values: Any, n: int) -> list[str]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tracepack_generated import v1_0
 
 import tracepack
-from tests.columnar.helpers import payload_of
+from tests.columnar.helpers import payload_of, stored_values
 from tests.golden import make_golden as mg
 from tests.migrations.strategies import RichDocument, documents_1_0, rich_documents
 from tests.strategies import documents
@@ -103,10 +103,13 @@ def test_encoding_is_deterministic(doc: tracepack.Document) -> None:
 
 @given(doc=documents())
 def test_layout(doc: tracepack.Document) -> None:
-    """Format marker, layout, known paths only, no empty column, and delta exactly where it is smaller."""
+    """Format marker, layout, known paths only, no empty column, and delta exactly where it is smaller;
+    layout 3 exactly when a column is ``lag``-coded (spec §6.7)."""
     payload = payload_of(doc.raw, CURRENT)
     assert payload["format"] == columnar.FORMAT == "tracepack-columnar"
-    assert payload["layout"] == columnar.LAYOUT == 2
+    lagged = [path for path, (encoding, _) in payload["columns"].items() if encoding == columnar.LAG]
+    assert payload["layout"] == (columnar.LAG_LAYOUT if lagged else columnar.LAYOUT)
+    assert (columnar.LAYOUT, columnar.LAG_LAYOUT) == (2, 3)
     stored = msgspec.msgpack.decode(columnar.encode(doc.raw, CURRENT))["columns"]
     assert all(type(k) is int for k in stored)  # every path of a released version by its number
     paths = columnar.column_paths(CURRENT)
@@ -120,6 +123,11 @@ def test_layout(doc: tracepack.Document) -> None:
         elif encoding == columnar.FORMS:  # a string column (spec §6.4.3): five lists, the first the literals
             assert len(values) == 5, path
             assert all(type(s) is str for s in values[0]), path
+        elif encoding == columnar.LAG:  # an integer column of 16 rows or more, a lag the writer tries
+            lag, deltas = values
+            assert 2 <= lag <= 8, path
+            assert len(deltas) >= 16, path
+            assert not path.endswith(("#tag", "#present")), path
         else:
             assert encoding == columnar.PLAIN
             if len(values) > 2 and all(type(v) is int for v in values) and not path.endswith("#tag"):
@@ -129,7 +137,7 @@ def test_layout(doc: tracepack.Document) -> None:
     # Every row of the graph's nodes is in each node column; a list is its lengths plus its items.
     n = len(doc.raw.graph.nodes)
     if n:
-        assert len(columns["$.graph.nodes[].name"][1]) == n
+        assert len(_values(columns["$.graph.nodes[].name"])) == n
         lens = _values(columns["$.graph.nodes[].meta_keys#len"])
         assert sum(lens) == len(_values(columns.get("$.graph.nodes[].meta_keys[]", ["plain", []])))
     assert _values(columns["$.strings#len"]) == [len(doc.raw.strings)]
@@ -177,8 +185,7 @@ def test_golden_document_columns() -> None:
 
 
 def _values(entry: list[Any]) -> list[Any]:
-    encoding, values = entry
-    return _undelta(values) if encoding == columnar.DELTA else list(values)
+    return stored_values(entry)
 
 
 def _undelta(values: list[int]) -> list[int]:

@@ -104,6 +104,7 @@ private:
     bool forms(const std::string& path, u128 n, const Entry& e, std::vector<std::string>& out);
 
     std::unordered_map<std::string, Entry> columns_;
+    std::uint64_t layout_ = 2;  // the payload's layout: 3 allows the `lag` encoding (§6.4.4)
 };
 
 }  // namespace tracepack::col

@@ -100,6 +100,7 @@ __all__ = [
     "DELTA",
     "FORMAT",
     "FORMS",
+    "LAG",
     "LAYOUT",
     "LAYOUTS",
     "PLAIN",
@@ -110,18 +111,26 @@ __all__ = [
     "encode_model",
     "path_numbers",
     "plain_strings",
+    "without_lag",
 ]
 
 #: The payload's format marker.
 FORMAT: Final = "tracepack-columnar"
-#: The layout of columns this build writes (the path grammar, numbering and encodings above).
+#: The layout of columns this build writes when no column needs more (the path grammar, numbering and
+#: encodings above). A payload with a ``lag`` column is written as :data:`LAG_LAYOUT`.
 LAYOUT: Final = 2
+#: Layout 2 plus the ``lag`` encoding of integer columns: builds before it refuse such a payload in one
+#: line ("columnar layout 3 is not readable by this build") instead of meeting an unknown encoding.
+LAG_LAYOUT: Final = 3
 #: The layouts this build reads (1: every column keyed by its path).
-LAYOUTS: Final = (1, 2)
+LAYOUTS: Final = (1, 2, 3)
 #: Column encodings.
 PLAIN: Final = "plain"
 DELTA: Final = "delta"
 FORMS: Final = "forms"
+LAG: Final = "lag"
+#: A ``lag`` column's lag: from 1 (``delta``) to this.
+LAG_MAX: Final = 64
 
 _NONE_TYPE: Final = type(None)
 
@@ -157,11 +166,14 @@ def _int_type(lo: int | None, hi: int | None) -> Any:
 class _Reader:
     """The columns of one payload, and the checks every node shares."""
 
-    __slots__ = ("columns", "limit", "source")
+    __slots__ = ("columns", "layout", "limit", "source")
 
-    def __init__(self, columns: dict[str, tuple[str, msgspec.Raw]], limit: int, source: str | None) -> None:
+    def __init__(
+        self, columns: dict[str, tuple[str, msgspec.Raw]], limit: int, source: str | None, layout: int = LAYOUT
+    ) -> None:
         self.columns = columns
         self.source = source
+        self.layout = layout
         #: The most rows a struct may have without a stored column that counts them.
         self.limit = limit
 
@@ -174,7 +186,8 @@ class _Reader:
         """Column ``path``: its ``n`` values (deltas undone) and whether it was delta-coded; None when absent.
 
         ``plain`` decodes a plain column, checking each value's type, bounds or enum value; a
-        delta-coded column, allowed when ``delta``, holds integers, whose sums the caller checks.
+        delta-coded column (``delta`` or ``lag``), allowed when ``delta``, holds integers, whose sums the
+        caller checks.
         """
         entry = self.columns.get(path)
         if entry is None:
@@ -184,8 +197,16 @@ class _Reader:
             return self.forms(path, n, raw), False
         if encoding == PLAIN:
             decoder = plain
+        elif encoding == LAG and self.layout >= LAG_LAYOUT:
+            if not delta:
+                raise self.error(path, "lag encoding of a column that does not hold integers", expected="'plain'")
+            return self.lagged(path, n, raw), True
         elif encoding != DELTA:
-            raise self.error(path, f"unknown column encoding {encoding!r}", expected="'plain' or 'delta'")
+            if encoding == LAG:
+                raise self.error(
+                    path, f"lag encoding in a columnar layout {self.layout} payload", expected=f"layout {LAG_LAYOUT}"
+                )
+            raise self.error(path, f"unknown column encoding {encoding!r}", expected=self._encodings(delta))
         elif not delta:
             raise self.error(path, "delta encoding of a column that does not hold integers", expected="'plain'")
         else:
@@ -207,6 +228,30 @@ class _Reader:
         if encoding == DELTA:
             return list(itertools.accumulate(values)), True
         return values, False
+
+    def _encodings(self, delta: bool) -> str:
+        """The encodings a column may have, in words (for an unknown one)."""
+        if not delta:
+            return "'plain' or 'forms'"
+        return "'plain', 'delta' or 'lag'" if self.layout >= LAG_LAYOUT else "'plain' or 'delta'"
+
+    def lagged(self, path: str, n: int, raw: msgspec.Raw) -> list[int]:
+        """A ``lag``-coded column's ``n`` values: ``[K, [d0, d1, ...]]``, row ``i`` is ``d_i`` plus row
+        ``i - K`` (``d_i`` alone for the first ``K`` rows); the caller checks the sums' range."""
+        try:
+            lag, deltas = _LAG_DECODER.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise self.error(path, f"not a lag column: {exc}", expected=_LAG_WHAT) from None
+        except msgspec.DecodeError as exc:
+            raise self.error(path, f"not valid MessagePack: {exc}") from None
+        if len(deltas) != n:
+            raise self.error(path, f"the column has {len(deltas)} values", expected=f"{n}, one per row")
+        if lag == 1:
+            return list(itertools.accumulate(deltas))
+        out = deltas[:]
+        for lane in range(min(lag, n)):  # each lane (rows lane, lane + K, ...) is a running sum
+            out[lane::lag] = itertools.accumulate(deltas[lane::lag])
+        return out
 
     def forms(self, path: str, n: int, raw: msgspec.Raw) -> list[str]:
         """A ``forms``-encoded string column: literals, then strings rebuilt as prefix + number + suffix."""
@@ -349,6 +394,13 @@ _FORMS_DECODER: Final = msgspec.msgpack.Decoder(
     ]
 )
 _FORMS_WHAT: Final = "[literals, row steps, prefixes, suffixes, number residuals]"
+_LAG_DECODER: Final = msgspec.msgpack.Decoder(tuple[Annotated[int, msgspec.Meta(ge=1, le=LAG_MAX)], list[int]])
+_LAG_WHAT: Final = f"[lag 1..{LAG_MAX}, [integer differences]]"
+#: Integer columns shorter than this are never ``lag``-coded; the lags the writer tries, and how many rows
+#: of the column it weighs them on (the lag is then weighed against the column's encoding by zstd).
+_LAG_MIN_ROWS: Final = 16
+_LAG_TRIED: Final = range(2, 9)
+_LAG_SAMPLE: Final = 4096
 #: A string without whitespace, split at its last run of decimal digits (no leading zero): a form.
 _FORM: Final = re.compile(r"([^\s]*?)(0|[1-9][0-9]{0,17})([^0-9\s]*)", re.S)
 _FORM_NUMBER_LIMIT: Final = 10**18
@@ -375,6 +427,17 @@ def plain_strings() -> Iterator[None]:
         yield
     finally:
         _Writer.forms_min_rows = saved
+
+
+@contextlib.contextmanager
+def without_lag() -> Iterator[None]:
+    """Write no ``lag`` column while in the block (layout 2, as builds before it), for benchmarks that weigh
+    the encoding and tests that need a layout 2 payload."""
+    saved, _Writer.lags = _Writer.lags, False
+    try:
+        yield
+    finally:
+        _Writer.lags = saved
 
 
 @contextlib.contextmanager
@@ -495,12 +558,20 @@ _encoder: Final = msgspec.msgpack.Encoder()
 class _Writer:
     """Columns as they are written: path -> (encoding, the encoded values)."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "lagged")
     #: String columns shorter than this are always plain.
     forms_min_rows: ClassVar[int] = _FORMS_MIN_ROWS
+    #: Whether integer columns may be ``lag``-coded (:func:`without_lag` turns it off).
+    lags: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.columns: dict[str, tuple[str, msgspec.Raw]] = {}
+        #: Whether a column is ``lag``-coded: the payload is then layout :data:`LAG_LAYOUT`.
+        self.lagged = False
+
+    @property
+    def layout(self) -> int:
+        return LAG_LAYOUT if self.lagged else LAYOUT
 
     def put(self, path: str, values: Sequence[Any], *, integer: bool = False, strings: bool = False) -> None:
         if not values:
@@ -523,7 +594,44 @@ class _Writer:
             else:
                 if len(packed) < len(data):
                     data, encoding = packed, DELTA
+            if self.lags and len(values) >= _LAG_MIN_ROWS:
+                lagged = _lag_packed(values, data)
+                if lagged is not None:
+                    data, encoding, self.lagged = lagged, LAG, True
         self.columns[path] = (encoding, msgspec.Raw(data))
+
+
+def _lag_deltas(values: Sequence[int], lag: int) -> list[int]:
+    """Each value minus the one ``lag`` rows before it (the first ``lag`` values as they are)."""
+    return [*values[:lag], *map(operator.sub, itertools.islice(values, lag, None), values)]
+
+
+def _lag_packed(values: Sequence[int], current: bytes) -> bytes | None:
+    """The ``lag`` encoding of an integer column when zstd makes it smaller than ``current`` (the column as
+    ``plain`` or ``delta`` would store it), else None.
+
+    Lists of a fixed shape shred into columns whose values repeat with a period: a node's metadata values
+    (stack trace, module stack, then its ``torch_fn`` string: ``-1, -2, 740, -1, -2, 741, ...``), a
+    value's shape. Differences against the value one period back are then runs of zeros and small steps,
+    where ``delta`` (a period of 1) gives large jumps. The period is the one of :data:`_LAG_TRIED` whose
+    differences are the smallest MessagePack over the first :data:`_LAG_SAMPLE` rows; zstd (level 3, as
+    for ``forms``) then decides against the column's own encoding.
+    """
+    sample = values[:_LAG_SAMPLE]
+    sizes: list[tuple[int, int]] = []
+    for lag in _LAG_TRIED:
+        try:
+            sizes.append((len(_encoder.encode(_lag_deltas(sample, lag))), lag))
+        except OverflowError:  # a difference outside MessagePack's integers
+            continue
+    if not sizes:
+        return None
+    lag = min(sizes)[1]
+    try:
+        packed = _encoder.encode((lag, _lag_deltas(values, lag)))
+    except OverflowError:
+        return None
+    return packed if len(_ZSTD.compress(packed)) < len(_ZSTD.compress(current)) else None
 
 
 # -- the plan: one node per path of the model --------------------------------------------------------
@@ -981,7 +1089,7 @@ def encode_model(raw: Any, root: type) -> bytes:
         _plan(root).encode([raw], w)
         numbers = path_numbers()[1]
         columns = {numbers.get(path, path): column for path, column in w.columns.items()}
-        return _encoder.encode({"format": FORMAT, "layout": LAYOUT, "columns": columns})
+        return _encoder.encode({"format": FORMAT, "layout": w.layout, "columns": columns})
     except NOT_DECODE_ERRORS:
         raise  # tracepack's own (a SchemaError from the plan, ...), as it said it
     except (AttributeError, TypeError, ValueError, OverflowError) as exc:
@@ -1018,7 +1126,7 @@ def decode_model(data: bytes | memoryview, root: type, *, source: str | None = N
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return plan.decode(_Reader(columns, len(data), source), 1)[0]
+        return plan.decode(_Reader(columns, len(data), source, payload.layout), 1)[0]
     finally:
         if collecting:
             gc.enable()
