@@ -120,7 +120,7 @@ def _defaults_sentences() -> list[str]:
     over = [m.ratio for m in real if m.ratio > MODEL_TARGET]
     ladder_over = [m for m in ladder if m.ratio > MODEL_TARGET]
     assert all(m.nodes < 70 for m in ladder_over)  # what the README says of them
-    assert _geo(real) > GEOMEAN_TARGET >= _geo(ladder)  # "met by the ladder's mean only"
+    assert _geo(ladder) <= GEOMEAN_TARGET  # the ladder's mean meets it in every sentence below
     (big,) = [m for m in ladder if m.name == "size_10k"]
     speed = _row("convert size_10k: defaults vs --level 3 (before)")
     files = re.fullmatch(r"CPU time, whole command; files (\d+) B vs (\d+) B at level 3", speed["note"])
@@ -135,6 +135,9 @@ def _defaults_sentences() -> list[str]:
             if over
             else f"are met by the ladder's mean and by every real model (none above 0.5x); the real set's mean and the "
             f"{len(ladder_over)} ladder rungs under 70 nodes miss them"
+            if _geo(real) > GEOMEAN_TARGET
+            else f"are met by both means and by every real model (none above 0.5x); the {len(ladder_over)} ladder "
+            f"rungs under 70 nodes miss them"
         ),
         f"Converting the {big.nodes:,}-node "
         f"program takes {speed['value'] / speed['baseline']:.2f}x the CPU time of `--level 3` (the default before)",
