@@ -440,7 +440,7 @@ def _weights_only(z: _Zip, rel: str, *, trust: bool, what: str) -> Any:
         return torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:
         if not trust:
-            raise _refuse(z.where(rel), f"{what} needs more than torch's weights_only unpickler") from exc
+            raise _refuse(z.where(rel), f"reading {what} needs more than torch's weights_only unpickler") from exc
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
@@ -774,7 +774,7 @@ def unpickle_artifact(data: bytes, *, trust: bool, source: str, what: str = "exa
             return torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:
         if not trust:
-            raise _refuse(source, f"{what} cannot be read with torch.load(weights_only=True)") from exc
+            raise _refuse(source, f"reading {what} needs more than torch's weights_only unpickler") from exc
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
