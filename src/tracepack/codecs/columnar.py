@@ -206,7 +206,8 @@ class _Reader:
                 raise self.error(
                     path, f"lag encoding in a columnar layout {self.layout} payload", expected=f"layout {LAG_LAYOUT}"
                 )
-            raise self.error(path, f"unknown column encoding {encoding!r}", expected=self._encodings(delta))
+            known = "'plain', 'delta' or 'lag'" if self.layout >= LAG_LAYOUT else "'plain' or 'delta'"
+            raise self.error(path, f"unknown column encoding {encoding!r}", expected=known)
         elif not delta:
             raise self.error(path, "delta encoding of a column that does not hold integers", expected="'plain'")
         else:
@@ -229,12 +230,6 @@ class _Reader:
             return list(itertools.accumulate(values)), True
         return values, False
 
-    def _encodings(self, delta: bool) -> str:
-        """The encodings a column may have, in words (for an unknown one)."""
-        if not delta:
-            return "'plain' or 'forms'"
-        return "'plain', 'delta' or 'lag'" if self.layout >= LAG_LAYOUT else "'plain' or 'delta'"
-
     def lagged(self, path: str, n: int, raw: msgspec.Raw) -> list[int]:
         """A ``lag``-coded column's ``n`` values: ``[K, [d0, d1, ...]]``, row ``i`` is ``d_i`` plus row
         ``i - K`` (``d_i`` alone for the first ``K`` rows); the caller checks the sums' range."""
@@ -246,8 +241,6 @@ class _Reader:
             raise self.error(path, f"not valid MessagePack: {exc}") from None
         if len(deltas) != n:
             raise self.error(path, f"the column has {len(deltas)} values", expected=f"{n}, one per row")
-        if lag == 1:
-            return list(itertools.accumulate(deltas))
         out = deltas[:]
         for lane in range(min(lag, n)):  # each lane (rows lane, lane + K, ...) is a running sum
             out[lane::lag] = itertools.accumulate(deltas[lane::lag])
@@ -586,9 +579,8 @@ class _Writer:
                 if _surely_forms(numbered, sampled) or len(_ZSTD.compress(packed)) < len(_ZSTD.compress(data)):
                     data, encoding = packed, FORMS
         if integer and len(values) > 2:
-            deltas = [values[0], *map(operator.sub, itertools.islice(values, 1, None), values)]
             try:
-                packed = _encoder.encode(deltas)
+                packed = _encoder.encode(_lag_deltas(values, 1))
             except OverflowError:  # a delta outside MessagePack's integers: plain it is
                 pass
             else:
@@ -618,19 +610,23 @@ def _lag_packed(values: Sequence[int], current: bytes) -> bytes | None:
     for ``forms``) then decides against the column's own encoding.
     """
     sample = values[:_LAG_SAMPLE]
-    sizes: list[tuple[int, int]] = []
+    best: tuple[int, int, bytes] | None = None
     for lag in _LAG_TRIED:
         try:
-            sizes.append((len(_encoder.encode(_lag_deltas(sample, lag))), lag))
+            encoded = _encoder.encode(_lag_deltas(sample, lag))
         except OverflowError:  # a difference outside MessagePack's integers
             continue
-    if not sizes:
+        if best is None or len(encoded) < best[0]:  # the smallest lag of equal sizes
+            best = (len(encoded), lag, encoded)
+    if best is None:
         return None
-    lag = min(sizes)[1]
-    try:
-        packed = _encoder.encode((lag, _lag_deltas(values, lag)))
-    except OverflowError:
-        return None
+    _, lag, encoded = best
+    if len(values) > len(sample):  # the sample was a part: the whole column's differences
+        try:
+            encoded = _encoder.encode(_lag_deltas(values, lag))
+        except OverflowError:
+            return None
+    packed = bytes((0x92, lag)) + encoded  # [K, D]: a 2-array, K a positive fixint (the lags tried are < 128)
     return packed if len(_ZSTD.compress(packed)) < len(_ZSTD.compress(current)) else None
 
 
