@@ -359,9 +359,10 @@ class DocumentBuilder:
         NodeSources or strings); such a value is not part of the metadata.
         """
         names = self._node_names
-        if name in names:
-            raise UsageError(f"node {name!r} is already in the graph", where="add_node")
+        count = len(names)
         names.add(name)
+        if len(names) == count:
+            raise UsageError(f"node {name!r} is already in the graph", where="add_node")
         s = self.string
         stack, style, module = 0, STYLE_STRIPPED, 0
         provenance: list[int] = []
@@ -411,9 +412,12 @@ class DocumentBuilder:
         )
         argument = self.argument
         # Positional construction: this is the per-node hot path.
+        ids = self._string_ids
+        name_id = ids.get(name)
+        target_id = ids.get(target)
         node = m.Node(
-            s(name),
-            s(target),
+            s(name) if name_id is None else name_id,
+            s(target) if target_id is None else target_id,
             named,
             [argument(o) for o in outputs] if outputs else [],
             stack,

@@ -98,7 +98,7 @@ def core_table_rows() -> list[str]:
         f"of per-node strings | {memory['ratio']:.2f}x{_missed(memory)} | <= {memory['target']:g}x |",
         f"| distinct rendered trace strings for {_k(nodes)} nodes sharing {_k(stacks)} stacks | "
         f"{distinct['value']:,.0f} ({per_stack}){_missed(distinct)} | one per stack |",
-        f"| builder throughput, 10-frame stacks (wall clock, not a ratio: the machine's load moves it) | "
+        f"| builder throughput, 10-frame stacks (CPU time of this process, not a ratio) | "
         f"{rate / 1000:.0f}k nodes/s{_missed(builder)} | >= {rate_target / 1000:.0f}k nodes/s |",
         f"| FlatBuffers, {_k(FLATBUFFERS_NODES)} nodes: `tracepack.open` + one node's stack trace vs a full decode | "
         f"{a['ratio']:,.0f}x faster ({format_value(a['value'], 's')} vs {format_value(a['baseline'], 's')})"
