@@ -40,6 +40,7 @@ import zstandard
 import tracepack
 from benchmarks.report import Figure, Report, best_time, peak_memory
 from tracepack import dictionaries
+from tracepack.codecs import TORCH_CANDIDATES
 from tracepack.torch.archives import debug_pkl_bytes, import_archive
 from tracepack.torch.export.model_json import import_model_json
 from tracepack.torch.torchscript.debug_pkl import DebugPklForm
@@ -101,8 +102,8 @@ def _size(report: Report, name: str, data: bytes, doc: tracepack.Document) -> No
                    higher_is_better=False)
         )  # fmt: skip
     with_dict = {
-        c: len(tracepack.dumps(doc, codec=c, level=19, zstd_dict=dictionaries.DEFAULT)) for c in ("columnar", "msgpack")
-    }
+        c: len(tracepack.dumps(doc, codec=c, level=19, zstd_dict=dictionaries.DEFAULT)) for c in TORCH_CANDIDATES
+    }  # the codecs `convert` chooses among
     best = min(with_dict, key=lambda c: with_dict[c])
     report.add(
         Figure(SECTION, f"{name}: best codec+zstd-19 vs zstd-19 model.json", with_dict[best], z_json, "B",

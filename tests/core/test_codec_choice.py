@@ -6,17 +6,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracepack.codecs import CHOICE_MARGIN, TORCH_CANDIDATES, choose
+from tracepack.codecs import CHOICE_MARGIN, SMALL_FILE, TORCH_CANDIDATES, choose
 
 
 def test_a_faster_codec_within_the_margin_wins() -> None:
-    # the 8-node ladder model: MessagePack 857 B, the column layout 830 B (3.3% smaller)
-    assert choose({"columnar": 930, "msgpack": 857, "flatbuffers-columns": 830}) == "msgpack"
-    # 35 nodes: the column layout 8% smaller than columnar, MessagePack far behind
-    assert choose({"columnar": 2050, "msgpack": 2170, "flatbuffers-columns": 1885}) == "flatbuffers-columns"
-    assert choose({"columnar": 2367, "msgpack": 3020, "flatbuffers-columns": 2390}) == "columnar"
-    assert choose({"columnar": 100, "msgpack": 105, "flatbuffers-columns": 100}) == "msgpack"  # at the margin
-    assert choose({"columnar": 100, "msgpack": 106, "flatbuffers-columns": 100}) == "columnar"
+    # files over SMALL_FILE: a faster codec's within 5% of the smallest is kept
+    assert choose({"columnar": 9300, "msgpack": 8570, "flatbuffers-columns": 8300}) == "msgpack"
+    assert choose({"columnar": 20500, "msgpack": 21700, "flatbuffers-columns": 18850}) == "flatbuffers-columns"
+    assert choose({"columnar": 23670, "msgpack": 30200, "flatbuffers-columns": 23900}) == "columnar"
+    assert choose({"columnar": 10000, "msgpack": 10500, "flatbuffers-columns": 10000}) == "msgpack"  # at the margin
+    assert choose({"columnar": 10000, "msgpack": 10501, "flatbuffers-columns": 10000}) == "columnar"
+
+
+def test_small_files_take_the_smallest() -> None:
+    # the 8-node ladder model: MessagePack 834 B, the column layout 805 B
+    assert choose({"columnar": 937, "msgpack": 834, "flatbuffers-columns": 805}) == "flatbuffers-columns"
+    assert choose({"columnar": 100, "msgpack": 101, "flatbuffers-columns": 100}) == "columnar"  # first smallest
+    assert choose({"columnar": 100, "msgpack": 100, "flatbuffers-columns": 99}) == "flatbuffers-columns"
+    # the boundary: the smallest file at SMALL_FILE bytes is still small; one byte more is not
+    assert choose({"msgpack": SMALL_FILE + 1, "columnar": SMALL_FILE}) == "columnar"
+    assert choose({"msgpack": SMALL_FILE + 2, "columnar": SMALL_FILE + 1}) == "msgpack"
 
 
 def test_one_candidate_and_none() -> None:
@@ -30,8 +39,9 @@ def test_one_candidate_and_none() -> None:
 def test_the_choice_is_within_the_margin_and_no_faster_codec_was(sizes: dict[str, int]) -> None:
     chosen = choose(sizes)
     smallest = min(sizes.values())
-    assert sizes[chosen] <= smallest * (1 + CHOICE_MARGIN)
+    margin = CHOICE_MARGIN if smallest > SMALL_FILE else 0
+    assert sizes[chosen] <= smallest * (1 + margin)
     for faster in TORCH_CANDIDATES[: TORCH_CANDIDATES.index(chosen)]:
-        assert sizes[faster] > smallest * (1 + CHOICE_MARGIN)
+        assert sizes[faster] > smallest * (1 + margin)
     if sizes[chosen] > smallest:
         assert any(sizes[c] == smallest for c in TORCH_CANDIDATES[TORCH_CANDIDATES.index(chosen) + 1 :])

@@ -146,7 +146,7 @@ def torch_table_rows() -> list[str]:
         name = re.escape(f"{stem} ({nodes} nodes)")
         size = _row("torch", rf"{name}: msgpack vs model\.json")
         best = _row("torch", rf"{name}: best codec\+zstd-19 vs zstd-19 model\.json")
-        codec = re.match(r"(\w+), built-in dictionary", best["note"])
+        codec = re.match(r"([\w-]+), built-in dictionary", best["note"])
         assert codec is not None, best["note"]
         decode = _row("torch", rf"{name}: decode to typed objects")
         decode_c = _row("torch", rf"{name}: decode to typed objects \(columnar\)")

@@ -131,13 +131,13 @@ def _defaults_sentences() -> list[str]:
         f"{ladder_text}.",
         (
             f"are met by the ladder's mean only: {len(over)} real models ({_span(over, 3)}), the real set's mean and "
-            f"the {len(ladder_over)} ladder rungs under 70 nodes miss them"
+            f"{len(ladder_over)} of the {len(small)} ladder rungs under 70 nodes miss them"
             if over
-            else f"are met by the ladder's mean and by every real model (none above 0.5x); the real set's mean and the "
-            f"{len(ladder_over)} ladder rungs under 70 nodes miss them"
+            else f"are met by the ladder's mean and by every real model (none above 0.5x); the real set's mean and "
+            f"{len(ladder_over)} of the {len(small)} ladder rungs under 70 nodes miss them"
             if _geo(real) > GEOMEAN_TARGET
-            else f"are met by both means and by every real model (none above 0.5x); the {len(ladder_over)} ladder "
-            f"rungs under 70 nodes miss them"
+            else f"are met by both means and by every real model (none above 0.5x); {len(ladder_over)} of the "
+            f"{len(small)} ladder rungs under 70 nodes miss them"
         ),
         f"Converting the {big.nodes:,}-node "
         f"program takes {speed['value'] / speed['baseline']:.2f}x the CPU time of `--level 3` (the default before)",

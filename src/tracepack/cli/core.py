@@ -359,7 +359,7 @@ def register(sub: Any) -> None:
         default=None,
         help="payload codec; flatbuffers is the FlatBuffers column layout (flatbuffers-columns, codec id 4), "
         "flatbuffers-rows the row layout (id 2) (default: for torch inputs the smallest of msgpack, columnar and "
-        "flatbuffers-columns, or the faster one when within 5%% of it; else msgpack)",
+        "flatbuffers-columns, or the faster one when within 5%% of it and the smallest is over 4 KiB; else msgpack)",
     )
     c.add_argument("--compression", choices=list(COMPRESSIONS), default="zstd", help="default zstd")
     c.add_argument(

@@ -46,6 +46,7 @@ __all__ = [
     "CODECS",
     "CODEC_IDS",
     "LEVELS",
+    "SMALL_FILE",
     "TORCH_CANDIDATES",
     "TRIAL_LEVEL",
     "TRIAL_MARGIN",
@@ -121,20 +122,27 @@ def codec_by_id(cid: int, *, source: str | None = None) -> tuple[str, ModuleType
 #: call each way), columnar, the FlatBuffers column layout (a Python walk over the schema's ~140 column
 #: paths each way, a fixed cost of a few hundred microseconds that dominates small graphs).
 TORCH_CANDIDATES: Final[tuple[str, ...]] = ("msgpack", "columnar", "flatbuffers-columns")
-#: How much smaller a slower candidate must be to be chosen over a faster one.
+#: How much smaller a slower candidate must be to be chosen over a faster one, when the smallest file is
+#: over :data:`SMALL_FILE` bytes; at or under it the smallest file wins outright.
 CHOICE_MARGIN: Final = 0.05
+#: Files this small are written and read in well under a millisecond by every candidate, so the margin
+#: would trade bytes for microseconds: the ladder's 8-node program was MessagePack at 834 B (0.51x of
+#: ``zstd -19 model.json``) where the column layout writes 805 B (0.49x) in ~0.3 ms more.
+SMALL_FILE: Final = 4096
 
 
 def choose(sizes: Mapping[str, int], order: tuple[str, ...] = TORCH_CANDIDATES) -> str:
     """The codec to write, given each candidate's file size: the first of ``order`` (fastest first) whose
-    file is within :data:`CHOICE_MARGIN` of the smallest. An 8-node graph is then MessagePack (857 B
-    against the column layout's 830 B, eight times faster to write), a 35-node graph the column layout
-    (8% smaller than columnar), a large one columnar (the smallest by far)."""
+    file is within :data:`CHOICE_MARGIN` of the smallest, or the first smallest when that is at most
+    :data:`SMALL_FILE` bytes. A graph of a few nodes is then whichever codec is smallest, a large one
+    columnar (the smallest by far), and of two files of some size within 5% of each other the faster
+    codec's (MessagePack: one C call each way)."""
     candidates = [c for c in order if c in sizes]
     if not candidates:
         raise ValueError(f"no size for any of {', '.join(order)}")
     smallest = min(sizes[c] for c in candidates)
-    return next(c for c in candidates if sizes[c] <= smallest * (1 + CHOICE_MARGIN))
+    margin = 0.0 if smallest <= SMALL_FILE else CHOICE_MARGIN
+    return next(c for c in candidates if sizes[c] <= smallest * (1 + margin))
 
 
 #: The zstd level a payload is compressed at by default, by its uncompressed size: ``(up to this many
@@ -201,7 +209,8 @@ def encode_best(
     input, and ``tracepack.torch.save`` and ``tracepack pack`` for their member.
 
     * codec: each of ``codecs`` (fastest first) is encoded, and :func:`choose` keeps the smallest file,
-      or a faster codec's file within :data:`CHOICE_MARGIN` of it;
+      or a faster codec's file within :data:`CHOICE_MARGIN` of it (files of at most :data:`SMALL_FILE`
+      bytes: the smallest);
     * level: ``level``, or by each payload's size (:func:`level_for`: 19 up to 1 MiB, 9 up to 16 MiB, 3
       beyond). With several candidates, each is first compressed at :data:`TRIAL_LEVEL`, and only those
       within :data:`TRIAL_MARGIN` of the smallest are compressed again at their level, so a big document
