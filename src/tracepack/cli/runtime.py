@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tracepack.cli._common import EXIT_OK, add_fsync, read
-from tracepack.errors import LegacyFormatError, UsageError
+from tracepack.errors import InputError, LegacyFormatError, UsageError
 
 
 def _instruction(text: str) -> tuple[int, int]:
@@ -67,6 +67,7 @@ def cmd_symbolicate(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     """``tracepack annotate PROFILE --with ARTIFACT [-o OUT.json] [--by module]``."""
     from tracepack.container import atomic_write
+    from tracepack.io.guard import parse_json
     from tracepack.runtime.artifacts import open_artifact, open_exported_program
     from tracepack.runtime.profile import (
         annotate_chrome,
@@ -91,7 +92,9 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         )
     else:
         try:
-            value = json.loads(data)
+            value = parse_json(lambda: json.loads(data), data, args.profile, LegacyFormatError)
+        except InputError:
+            raise  # nested or numbered past the budgets: said with the byte offset
         except (ValueError, UnicodeDecodeError):
             raise LegacyFormatError(
                 "not a profile tracepack reads",

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracepack.errors import InputError, LegacyFormatError
+from tracepack.io.guard import parse_json
 from tracepack.torch.export.node_names import GraphNames
 from tracepack.torch.export.schema_versions import SchemaVersion, schema_version_of
 
@@ -186,9 +187,14 @@ def _signature_v1(sig: dict[str, Any], graph: dict[str, Any]) -> dict[str, Any]:
 
 
 def _in_spec_v1(in_spec: str) -> str:
-    """torch 2.1's call spec held the positional arguments' tree only; later ones ``(args, kwargs)``."""
+    """torch 2.1's call spec held the positional arguments' tree only; later ones ``(args, kwargs)``.
+    A tree nested past the ``max_depth`` budget is refused (torch's own parse would run out of stack)."""
     try:
-        protocol, tree = json.loads(in_spec)
+        protocol, tree = parse_json(
+            lambda: json.loads(in_spec), in_spec, None, LegacyFormatError, "$.graph_module.call_spec.in_spec"
+        )
+    except InputError:
+        raise
     except (ValueError, TypeError):
         return in_spec
     if type(tree) is dict and tree.get("type") == "builtins.tuple":
