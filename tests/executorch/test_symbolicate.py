@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tracepack.cli import main
 from tracepack.runtime.artifacts import open_artifact
-from tracepack.runtime.logs import find_references, symbolicate_lines
+from tracepack.runtime.logs import NUMBER_DIGITS, find_references, symbolicate_lines
 from tracepack.runtime.profile import module_summary, source_of
 
 from .helpers import DATA, ETDUMP, ETRECORD, FRAMEWORK_EVENTS, LOG, MOBILE, PTE, manifest
@@ -203,3 +204,38 @@ def test_recomputed_handles_for_a_plain_exported_program(capsys: pytest.CaptureF
     assert answer.nodes[0].stack_trace == first.stack_trace
     assert main(["symbolicate", str(pt2), "--handle", "2"]) == 0
     assert first.name in capsys.readouterr().out
+
+
+_NUMBERED = {
+    "instruction": "KernelCall failed at instruction 0:{n} in operator aten::add.out: 0x14",
+    "chain": "KernelCall failed at instruction {n}:3 in operator aten::add.out: 0x14",
+    "delegate": "DELEGATE_CALL index 1 >= num delegates 1 at instruction {n}",
+    "limit": "Instruction execution limit (10) exceeded at chain {n}, instruction 2",
+    "handle": "Debug info for handle(s): debug_handles:{{4, {n}}}, was not found.",
+}
+
+
+@given(kind=st.sampled_from(sorted(_NUMBERED)), digits=st.integers(1, 6000), seed=st.integers(0, 9))
+def test_a_number_longer_than_a_size_t_is_no_reference(kind: str, digits: int, seed: int) -> None:
+    """A run of more than 20 digits (past any 64-bit chain, instruction or handle) makes no reference and
+    the line passes through; a shorter one is read exactly. Before, 4,301 digits and more leaked Python's
+    int-string limit as an internal error."""
+    text = str(seed + 1) + "7" * (digits - 1)
+    line = _NUMBERED[kind].format(n=text)
+    refs = find_references(line)
+    if digits > NUMBER_DIGITS:
+        assert refs == []
+        assert list(symbolicate_lines([line], open_artifact(str(ETRECORD)))) == [line]
+        return
+    (ref,) = refs
+    assert int(text) in (ref.chain, ref.instruction, *ref.handles)
+
+
+def test_a_log_with_a_100k_digit_instruction_passes_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "huge.log"
+    line = "KernelCall failed at instruction 0:" + "9" * 100_000
+    log.write_text(line + "\n")
+    assert main(["symbolicate", str(ETRECORD), str(log)]) == 0
+    out = capsys.readouterr()
+    assert out.out == line + "\n"
+    assert out.err == ""

@@ -59,19 +59,35 @@ class Reference:
     op: str = ""
 
 
+#: The most digits a chain, instruction or handle number has (a 64-bit size_t: 20); a longer run of digits
+#: in a log is no reference, and is left as it is (converting it could cost quadratic time).
+NUMBER_DIGITS = 20
+
+
+def _fits(*groups: str | None) -> bool:
+    return all(g is None or len(g) <= NUMBER_DIGITS for g in groups)
+
+
 def find_references(line: str, number: int = 0) -> list[Reference]:
-    """Every reference in one line, left to right."""
+    """Every reference in one line, left to right (a number of more than :data:`NUMBER_DIGITS` digits
+    makes none)."""
     out = []
     for m in INSTRUCTION_RE.finditer(line):
+        if not _fits(m.group(1), m.group(2)):
+            continue
         chain = int(m.group(1)) if m.group(1) is not None else 0
         out.append(Reference(number, m.start(), m.end(), "instruction", chain, int(m.group(2)), (), m.group(3) or ""))
     for m in OTHER_INSTRUCTION_RE.finditer(line):
+        if not _fits(*m.groups()):
+            continue
         chain = int(m.group(2)) if m.group(2) is not None else 0
         instruction = int(m.group(1) if m.group(1) is not None else m.group(3))
         out.append(Reference(number, m.start(), m.end(), "instruction", chain, instruction))
     for m in MOBILE_RE.finditer(line):
-        hs = tuple(int(x) for x in re.split(r"\s*,\s*", m.group(1)))
-        out.append(Reference(number, m.start(), m.end(), "handle", handles=hs))
+        items = re.split(r"\s*,\s*", m.group(1))
+        if not _fits(*items):
+            continue
+        out.append(Reference(number, m.start(), m.end(), "handle", handles=tuple(map(int, items))))
     out.sort(key=lambda r: r.start)
     return out
 
