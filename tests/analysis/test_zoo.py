@@ -363,3 +363,30 @@ def test_without_ray_engine_ray_says_how_to_install_it(
     assert main(["export", str(inputs[0]), "-o", str(out), "--address", "auto"]) == 2
     assert "--address is for --engine ray" in capsys.readouterr().err
     assert main(["export", str(inputs[0]), "-o", str(out)]) == 0  # the local engine needs no Ray
+
+
+def test_damaged_metadata_is_one_line_and_a_damaged_index_is_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index is a cache: nested past the stack, it is rebuilt from the files (the same rows come back);
+    the tables' metadata is not: it is refused in one line with the byte offset. Both ran out of recursion
+    (internal error) before."""
+    inputs = _zoo(tmp_path, 2)
+    out = tmp_path / "tables"
+    assert main(["export", str(inputs[0]), "-o", str(out)]) == 0
+    rows = _all_rows(out)
+    index = out / "_tracepack_index.json"
+    assert index.is_file()
+    index.write_text("[" * 100_000 + "]" * 100_000)
+    capsys.readouterr()
+    assert main(["export", str(inputs[0]), "-o", str(out)]) == 0
+    assert "1 unchanged" in capsys.readouterr().out
+    assert _all_rows(out) == rows
+    (out / METADATA).write_text('{"a": ' * 100_000 + "1" + "}" * 100_000)
+    assert main(["export", str(inputs[1]), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"tracepack: {out / METADATA}: byte 6000: nested more than 1,000 levels deep (hostile or damaged input?); "
+        "expected shallower nesting, or raise the max_depth budget (command line: --limit max_depth=N; Python: "
+        "limits.raised(max_depth=...))\n"
+    )

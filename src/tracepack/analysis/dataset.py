@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracepack.errors import UsageError, VersionError
+from tracepack.errors import InputError, UsageError, VersionError
 
 __all__ = [
     "COLUMNS",
@@ -183,8 +183,13 @@ def write_part(folder: str | os.PathLike[str], key: str, tables: Mapping[str, An
 
 
 def _read_json(path: Path) -> Any:
+    from tracepack.io.guard import parse_json
+
     try:
-        return json.loads(path.read_bytes())
+        data = path.read_bytes()
+        return parse_json(lambda: json.loads(data), data, str(path), UsageError)
+    except InputError:
+        raise  # nested or numbered past the budgets, said with the byte offset
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the dataset's metadata: {exc}", source=str(path)) from None
 
@@ -325,7 +330,8 @@ class Dataset:
         agrees with the folder, from the files themselves where it does not."""
         keys = self._keys("models")
         index: dict[str, Part] = {}
-        with contextlib.suppress(OSError, ValueError, TypeError, KeyError, AttributeError):
+        # The index is a cache: unreadable (even nested past the stack), it is rebuilt from the files.
+        with contextlib.suppress(OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raw = json.loads((self.path / INDEX).read_bytes())
             for key, p in raw["parts"].items():
                 if key in keys:
