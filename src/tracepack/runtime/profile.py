@@ -19,6 +19,7 @@ Annotations go into each event's ``args`` (``module_path``, ``module_type``, ``s
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 _HANDLE_KEYS = ("Debug handle", "debug_handle", "Debug Handle", "debug handle")
+#: The most digits of a debug handle written as a string (a 64-bit number: 20); longer is no handle.
+_HANDLE_DIGITS = 20
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
@@ -197,12 +200,12 @@ def _debug_events(run: Any, tid: int, scale: float, sym: Symbolicator) -> list[d
 def _event_handle(args: dict[str, Any]) -> int | None:
     for key in _HANDLE_KEYS:
         v = args.get(key)
-        if isinstance(v, int) or (isinstance(v, str) and v.isdigit()):
+        if type(v) is int or (isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= _HANDLE_DIGITS):
             return int(v)
     return None
 
 
-_MARKER = re.compile(r"## (\d+|.+\.py) ##")
+_MARKER = re.compile(r"## ([0-9]{1,20}|.+\.py) ##")
 
 
 def aten_name(target: str) -> str:
@@ -230,10 +233,22 @@ def _node_annotation(sym: Symbolicator, index: int, how: str) -> dict[str, Any]:
 
 
 def _span(ev: dict[str, Any]) -> tuple[float, float] | None:
-    ts, dur = ev.get("ts"), ev.get("dur")
-    if ev.get("ph") != "X" or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+    """A complete event's (start, end) in microseconds, or None (another phase, or a time that is not a
+    finite number a float holds)."""
+    ts, dur = _finite(ev.get("ts")), _finite(ev.get("dur"))
+    if ev.get("ph") != "X" or ts is None or dur is None:
         return None
-    return float(ts), float(ts) + float(dur)
+    return ts, ts + dur
+
+
+def _thread(ev: dict[str, Any]) -> Any:
+    """The (pid, tid) an event runs on, as a dict key (an object or list there is the user's odd file)."""
+    key = (ev.get("pid"), ev.get("tid"))
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key
 
 
 def _by_thread(events: list[dict[str, Any]]) -> dict[Any, list[int]]:
@@ -241,7 +256,7 @@ def _by_thread(events: list[dict[str, Any]]) -> dict[Any, list[int]]:
     threads: dict[Any, list[int]] = {}
     for i, ev in enumerate(events):
         if _span(ev) is not None and ev.get("cat") in ("cpu_op", "user_annotation", None):
-            threads.setdefault((ev.get("pid"), ev.get("tid")), []).append(i)
+            threads.setdefault(_thread(ev), []).append(i)
     for ixs in threads.values():
         ixs.sort(key=lambda i: (_span(events[i])[0], -_span(events[i])[1]))  # type: ignore[index]
     return threads
@@ -378,8 +393,8 @@ def annotate_chrome(
             try:
                 if handle is not None:
                     answers = (sym.handle(handle),)
-                elif isinstance(instr, int) and instr >= 0:
-                    a = sym.instruction(int(args.get("chain", 0) or 0), instr)
+                elif _index(instr) and _index(chain := args.get("chain", 0) or 0):
+                    a = sym.instruction(chain, instr)
                     answers, op, frames_trace = a.handles, a.op, a.frames_trace
             except NotFoundError:
                 ev = {**ev, "args": {**args, "unresolved": True}}
@@ -387,7 +402,7 @@ def annotate_chrome(
                 if answers is not None:
                     ev = {**ev, "args": {**args, **_annotation(answers, op, frames_trace)}}
         found = fx.get(i)
-        if found is not None and answers is None:
+        if found is not None and answers is None and isinstance(ev.get("args"), (dict, type(None))):
             k, how, nested = found
             note = cache.get((k, how))
             if note is None:
@@ -413,7 +428,11 @@ def runtime_ids(trace: Any) -> int:
 def annotated(trace: dict[str, Any]) -> int:
     """How many events of an annotated trace carry a module path or a source line (what ``annotate``
     reports; a ``.pte``'s instructions have a source line and no module path)."""
-    return sum(1 for e in trace.get("traceEvents", []) if {"module_path", "source"} & set(e.get("args") or {}))
+    return sum(
+        1
+        for e in trace.get("traceEvents", [])
+        if isinstance(args := e.get("args"), dict) and ("module_path" in args or "source" in args)
+    )
 
 
 def nothing_annotated(trace: dict[str, Any], sym: Symbolicator, *, profile: str, artifact: str, etdump: bool) -> str:
@@ -453,26 +472,46 @@ def nothing_annotated(trace: dict[str, Any], sym: Symbolicator, *, profile: str,
     )
 
 
+def _index(value: Any) -> bool:
+    """Whether ``value`` is a chain or instruction number: an int (not a bool) >= 0."""
+    return type(value) is int and value >= 0
+
+
+def _finite(value: Any) -> float | None:
+    """A JSON number as a finite float, or None (not a number, a bool, NaN, infinite, past a float's range)."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past a float's range
+        return None
+    return number if math.isfinite(number) else None
+
+
 def module_summary(trace: dict[str, Any]) -> list[tuple[str, str, int, float]]:
     """``(module path, module type, events, total microseconds)`` per module, most time first.
 
     Counts the annotated complete events; ExecuTorch's ``OPERATOR_CALL`` wrapper events are left out
-    (they time the same instruction as the ``native_call_*`` event inside them).
+    (they time the same instruction as the ``native_call_*`` event inside them). An event's ``dur`` that is
+    not a finite number (a profile is the user's file) counts the event and no time; one whose module path
+    or type is not a string was not annotated by tracepack, and is left out.
     """
     totals: dict[tuple[str, str], list[float]] = {}
     for ev in trace.get("traceEvents", []):
-        args = ev.get("args") or {}
+        args = ev.get("args") if isinstance(ev, dict) else None
         if (
-            ev.get("ph") != "X"
-            or "module_path" not in args
+            not isinstance(args, dict)
+            or ev.get("ph") != "X"
+            or not isinstance(path := args.get("module_path", 0), str)
+            or not isinstance(kind := args.get("module_type") or "", str)
             or ev.get("name") == "OPERATOR_CALL"
             or args.get("fx_nested")  # an op inside a node's own event: its time is already counted
         ):
             continue
-        key = (args.get("module_path") or "(top level)", args.get("module_type") or "")
+        key = (path or "(top level)", kind)
         row = totals.setdefault(key, [0, 0.0])
         row[0] += 1
-        row[1] += float(ev.get("dur", 0))
+        row[1] += _finite(ev.get("dur", 0)) or 0.0
     rows = [(k[0], k[1], int(v[0]), v[1]) for k, v in totals.items()]
     rows.sort(key=lambda r: (-r[3], r[0]))
     return rows
