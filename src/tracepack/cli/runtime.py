@@ -53,9 +53,15 @@ def cmd_symbolicate(args: argparse.Namespace) -> int:
             records.append({"kind": "instruction", "text": f"--instruction {text}", "answers": [ia.to_json()]})
             out.extend(render_instruction(ia, args.style, ""))
     else:
-        out.extend(
-            symbolicate_lines(_text_input(args.log), syms, method=args.method, style=args.style, records=records)
+        lines = symbolicate_lines(
+            _text_input(args.log), syms, method=args.method, style=args.style, records=records if args.json else None
         )
+        if not args.json:  # a filter: each line out as it is explained, nothing kept
+            for line in lines:
+                print(line)
+            return EXIT_OK
+        for _ in lines:
+            pass
     if args.json:
         print(json.dumps({"artifact": args.artifact, "references": records}, indent=1))
     else:
