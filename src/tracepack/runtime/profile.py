@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracepack.errors import LegacyFormatError, NotFoundError, UsageError
+from tracepack.runtime.logs import NUMBER_DIGITS
 from tracepack.runtime.symbols import HandleAnswer, NodeAnswer, Symbolicator, op_name, pick
 from tracepack.traces import parse_stack_trace
 
@@ -40,8 +41,6 @@ __all__ = [
 ]
 
 _HANDLE_KEYS = ("Debug handle", "debug_handle", "Debug Handle", "debug handle")
-#: The most digits of a debug handle written as a string (a 64-bit number: 20); longer is no handle.
-_HANDLE_DIGITS = 20
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
@@ -200,12 +199,12 @@ def _debug_events(run: Any, tid: int, scale: float, sym: Symbolicator) -> list[d
 def _event_handle(args: dict[str, Any]) -> int | None:
     for key in _HANDLE_KEYS:
         v = args.get(key)
-        if type(v) is int or (isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= _HANDLE_DIGITS):
+        if type(v) is int or (isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= NUMBER_DIGITS):
             return int(v)
     return None
 
 
-_MARKER = re.compile(r"## ([0-9]{1,20}|.+\.py) ##")
+_MARKER = re.compile(rf"## ([0-9]{{1,{NUMBER_DIGITS}}}|.+\.py) ##")
 
 
 def aten_name(target: str) -> str:
@@ -502,7 +501,7 @@ def module_summary(trace: dict[str, Any]) -> list[tuple[str, str, int, float]]:
         if (
             not isinstance(args, dict)
             or ev.get("ph") != "X"
-            or not isinstance(path := args.get("module_path", 0), str)
+            or not isinstance(path := args.get("module_path"), str)
             or not isinstance(kind := args.get("module_type") or "", str)
             or ev.get("name") == "OPERATOR_CALL"
             or args.get("fx_nested")  # an op inside a node's own event: its time is already counted
