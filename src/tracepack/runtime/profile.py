@@ -22,7 +22,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from tracepack.errors import LegacyFormatError, NotFoundError, UsageError
 from tracepack.runtime.logs import NUMBER_DIGITS
@@ -471,7 +471,7 @@ def nothing_annotated(trace: dict[str, Any], sym: Symbolicator, *, profile: str,
     )
 
 
-def _index(value: Any) -> bool:
+def _index(value: Any) -> TypeGuard[int]:
     """Whether ``value`` is a chain or instruction number: an int (not a bool) >= 0."""
     return type(value) is int and value >= 0
 
