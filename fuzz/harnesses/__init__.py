@@ -42,6 +42,7 @@ HARNESSES: Final = (
     "etdump",
     "pte",
     "etrecord",
+    "runtime_text",
     "schema_toml",
     "upgrade",
     "torch_load",

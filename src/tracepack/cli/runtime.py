@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tracepack.cli._common import EXIT_OK, add_fsync, read
-from tracepack.errors import InputError, LegacyFormatError, UsageError
+from tracepack.errors import UsageError
 
 
 def _instruction(text: str) -> tuple[int, int]:
@@ -73,7 +73,6 @@ def cmd_symbolicate(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     """``tracepack annotate PROFILE --with ARTIFACT [-o OUT.json] [--by module]``."""
     from tracepack.container import atomic_write
-    from tracepack.io.guard import parse_json
     from tracepack.runtime.artifacts import open_artifact, open_exported_program
     from tracepack.runtime.profile import (
         annotate_chrome,
@@ -81,6 +80,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         annotated,
         module_summary,
         nothing_annotated,
+        read_chrome_trace,
         render_summary,
         runtime_ids,
     )
@@ -97,16 +97,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             read_etdump(data, source=args.profile), syms, method=args.method, time_unit=args.time_unit
         )
     else:
-        try:
-            value = parse_json(lambda: json.loads(data), data, args.profile, LegacyFormatError)
-        except InputError:
-            raise  # nested or numbered past the budgets: said with the byte offset
-        except (ValueError, UnicodeDecodeError):
-            raise LegacyFormatError(
-                "not a profile tracepack reads",
-                source=args.profile,
-                expected="an ExecuTorch ETDump or a Chrome trace (JSON)",
-            ) from None
+        value = read_chrome_trace(data, source=args.profile)
         if not runtime_ids(value):
             # An eager torch.profiler trace: matched to the ATen program's nodes, which an ETRecord keeps
             # beside its edge methods (what to_edge lowered), as a .pt2 holds it.

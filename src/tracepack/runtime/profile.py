@@ -31,6 +31,7 @@ from tracepack.traces import parse_stack_trace
 
 __all__ = [
     "annotate_chrome",
+    "read_chrome_trace",
     "annotate_etdump",
     "annotated",
     "module_summary",
@@ -359,6 +360,22 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
                 last_match = k
                 k = (k + 1) % n_nodes
     return out
+
+
+def read_chrome_trace(data: bytes, *, source: str = "<trace>") -> Any:
+    """A Chrome trace's JSON (``tracepack annotate``'s input when it is not an ETDump), within the
+    ``max_depth`` and ``max_int_digits`` budgets; text that is not JSON is a LegacyFormatError."""
+    from tracepack.errors import InputError
+    from tracepack.io.guard import parse_json
+
+    try:
+        return parse_json(lambda: json.loads(data), data, source, LegacyFormatError)
+    except InputError:
+        raise  # nested or numbered past the budgets: said with the byte offset
+    except (ValueError, UnicodeDecodeError):
+        raise LegacyFormatError(
+            "not a profile tracepack reads", source=source, expected="an ExecuTorch ETDump or a Chrome trace (JSON)"
+        ) from None
 
 
 def annotate_chrome(
