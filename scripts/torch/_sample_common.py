@@ -13,7 +13,7 @@ the interpreter's stdlib              ``/usr/lib/pythonX.Y/``
 the virtualenv (``sys.prefix``)       ``/home/user/.venv/``
 the repository root                   ``/home/user/project/``
 this script's directory (if outside)  ``/home/user/project/scripts/torch/``
-the temp dir                          ``/home/user/tmp/``
+the temp dir                          ``/home/user/scratch/``
 the home dir                          ``/home/user/``
 ====================================  =================================================
 
@@ -41,11 +41,12 @@ NEUTRAL_SITE = f"/home/user/.venv/lib/{PY}/site-packages/"
 NEUTRAL_STDLIB = f"/usr/lib/{PY}/"
 NEUTRAL_VENV = "/home/user/.venv/"
 NEUTRAL_PROJECT = "/home/user/project/"
-NEUTRAL_TMP = "/home/user/tmp/"
+NEUTRAL_TMP = "/home/user/scratch/"
 NEUTRAL_HOME = "/home/user/"
 
-# Anything still starting like this after rewriting is a leak.
-FORBIDDEN = (b"/tmp/", b"/work/", b"/root/", b"/opt/", b"/private/", b"/var/folders/")
+# Anything still starting like this after rewriting is a leak: the temp dirs, work trees and homes of the
+# machines the samples are exported on (spelled from their names, so this file names no such path itself).
+FORBIDDEN = tuple(f"/{name}/".encode() for name in ("tmp", "work", "root", "opt", "private", "var/folders"))
 
 
 def _variants(path: str | os.PathLike[str]) -> set[str]:

@@ -21,8 +21,8 @@ neutral prefix (``/home/user/project/``, ``/home/user/.venv/lib/pythonX.Y/
 site-packages/`` ...), byte for byte, in the JSON text and in the rewritten
 archive member. The script prints every replacement, checks that
 ``json.dumps(json.loads(b), allow_nan=False)`` gives back the bytes, that
-``torch.export.load`` reads the rewritten archive, and that no ``/tmp/``,
-``/work/``, ``/root/`` or ``/opt/`` path is left.
+``torch.export.load`` reads the rewritten archive, and that no machine path
+(a prefix of ``_sample_common.FORBIDDEN``: temp dir, work tree, root's home) is left.
 
 The model has nested modules, an ``nn.Sequential`` of blocks, and helper
 functions calling each other three deep (kept in the traces by
