@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from tracepack.errors import LegacyFormatError, NotFoundError, UsageError
+from tracepack.errors import InputError, LegacyFormatError, NotFoundError, UsageError
 from tracepack.runtime.logs import NUMBER_DIGITS
 from tracepack.runtime.symbols import HandleAnswer, NodeAnswer, Symbolicator, op_name, pick
 from tracepack.traces import parse_stack_trace
@@ -365,7 +365,6 @@ def fx_node_map(events: list[dict[str, Any]], sym: Symbolicator) -> dict[int, tu
 def read_chrome_trace(data: bytes, *, source: str = "<trace>") -> Any:
     """A Chrome trace's JSON (``tracepack annotate``'s input when it is not an ETDump), within the
     ``max_depth`` and ``max_int_digits`` budgets; text that is not JSON is a LegacyFormatError."""
-    from tracepack.errors import InputError
     from tracepack.io.guard import parse_json
 
     try:
