@@ -239,3 +239,38 @@ def test_a_log_with_a_100k_digit_instruction_passes_through(tmp_path: Path, caps
     out = capsys.readouterr()
     assert out.out == line + "\n"
     assert out.err == ""
+
+
+def test_a_line_of_many_handles_is_explained_one_handle_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line is printed before any handle is explained, and each explanation is rendered as it is
+    printed: memory holds the answers (shared with the symbolicator's cache), never the whole text."""
+    from tracepack.runtime import logs
+
+    syms = open_artifact(str(ETRECORD))
+    known = []
+    for h in range(64):
+        try:
+            syms[0].handle(h)
+        except Exception:
+            continue
+        known.append(h)
+    assert len(known) >= 2
+    line = "E debug_handles:{" + ", ".join(str(known[i % len(known)]) for i in range(2_000)) + "}"
+    rendered = 0
+    real = logs.render_handle
+
+    def counting(*args: object, **kwargs: object) -> list[str]:
+        nonlocal rendered
+        rendered += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(logs, "render_handle", counting)
+    out = logs.symbolicate_lines([line], syms)
+    assert next(out) == line
+    assert rendered == 0
+    first = next(out)
+    assert rendered == 1
+    assert first.startswith("  debug handle ")
+    rest = list(out)
+    assert rendered == 2_000
+    assert [first, *rest] == [ln for h in line[17:-1].split(", ") for ln in real(syms[0].handle(int(h)))]

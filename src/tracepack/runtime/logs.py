@@ -177,14 +177,17 @@ def symbolicate_lines(
         if not refs:
             yield line
             continue
-        extra: list[str] = []
+        # The answers are resolved (and the line rewritten) first; their explanation is rendered only
+        # after the line is printed, one answer at a time, so that a line naming many handles is never
+        # held as text (the answers are shared with the symbolicator's cache).
+        explain: list[str | list[Any]] = []
         for ref in refs:
             try:
                 answers = _resolve(ref, symbolicators, method)
             except NotFoundError as exc:
                 if records is not None:
                     records.append({"line": number, "text": line[ref.start : ref.end], "error": exc.problem})
-                extra.append(f"  -> unresolved: {exc.problem}")
+                explain.append(f"  -> unresolved: {exc.problem}")
                 continue
             if records is not None:
                 records.append(
@@ -207,9 +210,11 @@ def symbolicate_lines(
                 if sentence in line:
                     line = line.replace(sentence, answers[0].runtime_text)
                     continue
-            for a in answers:
-                extra.extend(
-                    render_instruction(a, style) if isinstance(a, InstructionAnswer) else render_handle(a, style)
-                )
+            explain.append(answers)
         yield from line.split("\n")
-        yield from extra
+        for item in explain:
+            if isinstance(item, str):
+                yield item
+                continue
+            for a in item:
+                yield from render_instruction(a, style) if isinstance(a, InstructionAnswer) else render_handle(a, style)
