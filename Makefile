@@ -175,7 +175,8 @@ campaign: venv-torch ## The crafted campaign: every hostile class at every place
 	$(BIN)/python -m tests.hostile.campaign --scope full --jobs $(CAMPAIGN_JOBS) --save "$${TMPDIR:-/tmp}/tracepack-campaign-findings"
 
 # Coverage-guided fuzzing (fuzz/, atheris + libFuzzer): the C loops are instrumented with clang, which the
-# stamp installs where it is missing (Debian: clang and libclang-rt-dev, as root; docs/hostile-input.md).
+# stamp installs where it is missing (Debian: clang and libclang-rt-dev, as root; docs/hostile-input.md);
+# the C++ reader's harness (cpp_reader) is built by clang++ against cpp-deps' libraries.
 FUZZ_STAMP := $(VENV)/.installed-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
@@ -190,13 +191,13 @@ $(FUZZ_STAMP): $(TORCH_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,torch,fuzz]'
 	@touch $@
 
-fuzz-cov: $(FUZZ_STAMP) ## Coverage-guided fuzzing: each harness (or HARNESS=name) FUZZ_SECONDS; executions, coverage, findings
+fuzz-cov: $(FUZZ_STAMP) cpp-deps ## Coverage-guided fuzzing: each harness (or HARNESS=name) FUZZ_SECONDS; executions, coverage, findings
 	$(BIN)/python -m fuzz.run cov --seconds $(FUZZ_SECONDS) $(FUZZ_HARNESS_FLAG)
 
-fuzz-smoke: $(FUZZ_STAMP) ## A short coverage-guided run of every harness (FUZZ_SMOKE_SECONDS each); fails on any finding
+fuzz-smoke: $(FUZZ_STAMP) cpp-deps ## A short coverage-guided run of every harness (FUZZ_SMOKE_SECONDS each); fails on any finding
 	$(BIN)/python -m fuzz.run cov --smoke --seed 1 --no-coverage --nice 0 --seconds $(FUZZ_SMOKE_SECONDS) --skip '$(FUZZ_SMOKE_SKIP)' $(FUZZ_HARNESS_FLAG)
 
-fuzz-corpus: $(FUZZ_STAMP) ## Rebuild the committed seed corpus (fuzz/corpus), minimised with libFuzzer's -merge=1
+fuzz-corpus: $(FUZZ_STAMP) cpp-deps ## Rebuild the committed seed corpus (fuzz/corpus), minimised with libFuzzer's -merge=1
 	$(BIN)/python -m fuzz.run corpus $(FUZZ_HARNESS_FLAG)
 
 FUZZ_BIG_GIB ?= 4.5

@@ -111,6 +111,83 @@ def _native_env(work: Path) -> dict[str, str]:
     }
 
 
+# -- the C++ reader, natively -----------------------------------------------------------------------------
+
+
+def _cpp_sources() -> list[Path]:
+    return sorted(
+        [
+            *(ROOT / "cpp/src").glob("*.cpp"),
+            *(ROOT / "generated/cpp/tracepack").glob("*.cpp"),
+            *(ROOT / "generated/cpp/tracepack").glob("v*/*.cpp"),
+        ]
+    )
+
+
+def build_cpp(name: str, work: Path) -> Path:
+    """A ``CPP`` harness's libFuzzer binary: the C++ reader's sources and the harness's ``SOURCE``, compiled by
+    clang++ with libFuzzer, ASan and UBSan under ``work/cpp/`` (an object is rebuilt when its source or any
+    header changed)."""
+    source = ROOT / load(name).SOURCE
+    headers = hashlib.sha256()
+    for p in sorted([*(ROOT / "cpp/include").rglob("*.hpp"), *(ROOT / "generated/cpp/tracepack").rglob("*.hpp")]):
+        headers.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
+
+    def key(src: Path) -> str:
+        return hashlib.sha256(headers.digest() + src.read_bytes()).hexdigest()[:16]
+
+    folder = work / "cpp"
+    objects = folder / "obj"
+    objects.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        (src, objects / f"{src.relative_to(ROOT).as_posix().replace('/', '_')}.{key(src)}.o") for src in _cpp_sources()
+    ]
+    binary = hashlib.sha256("".join(o.name for _, o in jobs).encode() + key(source).encode()).hexdigest()[:16]
+    out = folder / f"{name}.{binary}"
+    if out.exists():
+        return out
+    clang = shutil.which("clang++")
+    if clang is None:
+        raise SystemExit("fuzz: clang++ is needed for the C++ reader's harness (apt-get install clang libclang-rt-dev)")
+    flags = [
+        "-std=c++17", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all",
+        f"-I{ROOT / 'cpp/include'}", f"-I{ROOT / 'generated/cpp'}",
+    ]  # fmt: skip
+    todo = [(src, obj) for src, obj in jobs if not obj.exists()]
+    print(f"fuzz: building {name} (clang++, {len(todo)} of {len(jobs)} files)", flush=True)
+    running: list[tuple[Path, subprocess.Popen[bytes]]] = []
+
+    def finish(obj: Path, proc: subprocess.Popen[bytes]) -> None:
+        if proc.wait() != 0:
+            raise SystemExit(f"fuzz: compiling the C++ reader for {name} failed")
+        os.replace(f"{obj}.tmp", obj)
+
+    for src, obj in todo:
+        if len(running) >= (os.cpu_count() or 1):
+            finish(*running.pop(0))
+        cmd = [clang, *flags, "-fsanitize=fuzzer-no-link,address,undefined", "-c", str(src), "-o", f"{obj}.tmp"]
+        running.append((obj, subprocess.Popen(cmd)))
+    for obj, proc in running:
+        finish(obj, proc)
+    link = [clang, *flags, "-fsanitize=fuzzer,address,undefined", str(source), *(str(o) for _, o in jobs)]
+    subprocess.run([*link, "-lzstd", "-lz", "-o", f"{out}.tmp"], check=True)
+    os.replace(f"{out}.tmp", out)
+    return out
+
+
+def _cpp_env() -> dict[str, str]:
+    return {
+        "TRACEPACK_ZSTD_DICT_DIR": str(ROOT / "src/tracepack/data/zstd"),
+        "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:allocator_may_return_null=0",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    }
+
+
+def _command(name: str, work: Path) -> Path:
+    """What libFuzzer runs for ``name``: the native binary of a ``CPP`` harness, else the Python wrapper."""
+    return build_cpp(name, work) if getattr(load(name), "CPP", False) else _wrapper(work)
+
+
 # -- running one harness -------------------------------------------------------------------------------
 
 
@@ -135,6 +212,8 @@ def _env(name: str, work: Path, findings: Path) -> dict[str, str]:
     )
     if getattr(load(name), "NATIVE", False):
         env.update(_native_env(work))
+    if getattr(load(name), "CPP", False):
+        env.update(_cpp_env())
     return env
 
 
@@ -180,6 +259,7 @@ def fuzz_one(
     out.mkdir(parents=True, exist_ok=True)
     before = _artifacts(out)
     env = _env(name, work, findings)
+    binary = _command(name, work)
     log = work / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -187,7 +267,7 @@ def fuzz_one(
     with log.open("a") as logf:
         while (left := seconds - (time.monotonic() - started)) > 1 and restarts < 20:
             cmd = [
-                "nice", "-n", str(nice), str(_wrapper(work)),
+                "nice", "-n", str(nice), str(binary),
                 f"-max_total_time={int(left)}", f"-timeout={timeout}", f"-rss_limit_mb={rss_mb}",
                 "-print_final_stats=1", f"-artifact_prefix={out}/", *_flags(name),
                 *([f"-seed={seed + restarts}"] if seed is not None else []), str(corpus), str(committed),
@@ -314,7 +394,7 @@ def cmd_cov(args: argparse.Namespace) -> int:
         r = fuzz_one(
             name, args.seconds, work=work, findings=findings, nice=args.nice, timeout=args.timeout, rss_mb=args.rss_mb
         )
-        if not r.note and not args.no_coverage:
+        if not r.note and not args.no_coverage and load(name).TARGETS:
             r.coverage = measure_coverage(name, work=work)
         results.append(r)
         ledger = _ledger(work, [r])  # after each harness: a stopped campaign keeps what it ran
@@ -349,7 +429,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             if args.with_work and (work / "corpus" / name).is_dir():
                 sources.append(work / "corpus" / name)
             cmd = [
-                str(_wrapper(work)),
+                str(_command(name, work)),
                 "-merge=1",
                 f"-timeout={args.timeout}",
                 *_flags(name),

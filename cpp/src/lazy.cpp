@@ -883,7 +883,8 @@ struct LazyDocument::Impl {
         } else {
             if (text_starts.empty()) {
                 if (!need(tf, tf + tn)) return false;
-                text_starts.reserve(static_cast<std::size_t>(text_count));
+                // every value takes a byte at least (its NUL): the directory's count is no size to trust
+                text_starts.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(text_count, tn)));
                 std::uint64_t p = 0;
                 while (p < tn) {
                     text_starts.push_back(p);
@@ -891,7 +892,8 @@ struct LazyDocument::Impl {
                     p = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(z) - at(tf)) + 1;
                 }
                 if (text_starts.size() != text_count) {
-                    return bad("Columns.text", std::to_string(text_starts.size()) + " text values for columns that count " +
+                    // the Python lazy reader's words (tracepack.codecs.fbcolumns, _all_starts)
+                    return bad("Columns.text", std::to_string(text_starts.size()) + " values for the directory's " +
                                                    std::to_string(text_count));
                 }
             }

@@ -11,7 +11,8 @@
 
 and may define ``custom_mutator(data, max_size, seed)`` (structure-aware mutation), ``DICT`` (a file
 of ``fuzz/dicts/``), ``TORCH = True`` (needs torch: runs in the torch venv) and ``NATIVE = True``
-(reaches the C loops: run with the sanitizer-instrumented ``_cforms``).
+(reaches the C loops: run with the sanitizer-instrumented ``_cforms``) or ``CPP = True`` with ``SOURCE``
+(a C++ libFuzzer harness, built and run natively; ``test_one_input`` is then its Python side).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ HARNESSES: Final = (
     "cforms",
     "lazy_rows",
     "lazy_columns",
+    "cpp_reader",
     "model_json",
     "model_json_export",
     "zip",

@@ -1,0 +1,66 @@
+"""The C++ reader's fuzzing corpus (``fuzz/corpus/cpp_reader``, inputs libFuzzer kept for reaching new
+code of the C++ reader), each built into the file the native harness reads (``fuzz.harnesses.cpp_reader
+.build_file``): ``tracepack-cpp cat`` does what ``tracepack cat`` does with it, byte for byte on success,
+the same exit code, error class and place on failure. The fuzzer checks the C++ reader against itself
+(sanitizers, no internal error, lazy = whole); this checks it against the Python reader, on the inputs
+that are most likely to find where two implementations of the spec part."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzz.harnesses.cpp_reader import build_file
+from tests.cpp import harness
+
+CORPUS = harness.REPO / "fuzz" / "corpus" / "cpp_reader"
+INPUTS = sorted(p for p in CORPUS.iterdir() if p.is_file()) if CORPUS.is_dir() else []
+
+
+def test_the_corpus_is_there() -> None:
+    assert len(INPUTS) >= 100
+    modes = {p.read_bytes()[:1] for p in INPUTS}
+    assert {b"\0", b"\1", b"\2"} <= modes
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=[p.name[:12] for p in INPUTS])
+def test_the_readers_agree(cpp_bin: Path, path: Path, tmp_path: Path) -> None:
+    file = build_file(path.read_bytes())
+    if file is None:  # too short to name a file: the harness reads nothing either
+        assert len(path.read_bytes()) < 8
+        return
+    out = tmp_path / "fuzz.tpk"
+    out.write_bytes(file)
+    harness.compare(cpp_bin, out, once=True)
+
+
+REGRESSIONS = sorted((harness.REPO / "tests" / "fuzz_regressions" / "cpp_reader").glob("*"))
+#: an address-space limit under which a reader that trusts a declared count fails to allocate
+ADDRESS_SPACE = 1 << 30
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_a_native_finding_stays_fixed(cpp_bin: Path, path: Path, tmp_path: Path) -> None:
+    """What the native fuzzer found, each read by ``cat`` and answered by ``trace`` (the lazy reader) in 1 GiB
+    of address space: the C++ reader says what the Python reader says (before the fix: ``trace`` reserved
+    a vector for the 3,154,116,682 text values a 6.6 KB file's column directory declares and aborted)."""
+    file = build_file(path.read_bytes())
+    assert file is not None
+    out = tmp_path / "fuzz.tpk"
+    out.write_bytes(file)
+    harness.compare(cpp_bin, out, once=True)
+    got = subprocess.run(
+        [str(cpp_bin), "trace", str(out), "#0"], capture_output=True, text=True, preexec_fn=_limited, check=False
+    )
+    want = subprocess.run(
+        [sys.executable, "-m", "tracepack", "trace", str(out), "#0"], capture_output=True, text=True, check=False
+    )
+    assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
