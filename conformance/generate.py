@@ -1086,6 +1086,16 @@ def _fbcols_vectors(small: tracepack.Document) -> list[Vector]:
     bad("text-no-nul", "§7.4", "the text without its last NUL", columns_buffer(values, text=text[:-1]))
     bad("text-count", "§7.4", "one text value more than the text columns count",
         columns_buffer(values, text=text + b"extra\0"))  # fmt: skip
+    # a directory that declares billions of text values for a text of a few hundred bytes: a reader that
+    # sizes anything by the declared count before it counts the text runs out of memory (the C++ lazy
+    # reader did, found by the cpp_reader fuzzer); `trace` reaches the lazy readers
+    inflated = [len(vals) + (4_000_000_000 if k == 10 else 0) for k, vals in values.values()]
+    for command in ("cat", "trace"):
+        payload = fbc.with_side_index(columns_buffer(values, counts=inflated), fbc.side_index(raw))
+        out.append(Vector(f"invalid/fbcols/text-count-declared-{command}", "§7.4, §9.6",
+                          "every text column declaring 4,000,000,000 values more than the text holds",
+                          repack(payload, "flatbuffers-columns"), command=command,
+                          args=["#0"] if command == "trace" else []))  # fmt: skip
     bad("text-utf8", "§7.4", "invalid UTF-8 in the text",
         columns_buffer(values, text=text.replace(b"conformance-probe", b"\xffonformance-probe")))  # fmt: skip
     bad("text-index", "§7.4", "a text_index entry that is not where a value starts",
