@@ -1096,6 +1096,13 @@ def _fbcols_vectors(small: tracepack.Document) -> list[Vector]:
                           "every text column declaring 4,000,000,000 values more than the text holds",
                           repack(payload, "flatbuffers-columns"), command=command,
                           args=["#0"] if command == "trace" else []))  # fmt: skip
+    # no nodes, but node columns with values: §6.5's n == 0 rule says they are not looked at, by the lazy
+    # readers either (the C++ lazy reader refused them on opening, found by the cpp_reader fuzzer)
+    kind, _ = values["$.graph.nodes#len"]
+    payload = changed(lambda v: v.__setitem__("$.graph.nodes#len", (kind, [0])))  # no side index: none needed
+    out.append(Vector("invalid/trace/stray-node-columns", "§6.5, §7.3, §11.3",
+                      "trace #0 of a document of 0 nodes whose node columns hold values (ignored: no rows)",
+                      repack(payload, "flatbuffers-columns"), command="trace", args=["#0"]))  # fmt: skip
     bad("text-utf8", "§7.4", "invalid UTF-8 in the text",
         columns_buffer(values, text=text.replace(b"conformance-probe", b"\xffonformance-probe")))  # fmt: skip
     bad("text-index", "§7.4", "a text_index entry that is not where a value starts",
