@@ -810,6 +810,7 @@ struct LazyDocument::Impl {
     bool column(const std::string& path, std::uint64_t rows, Col& c, bool required = false) {
         c = Col{};
         c.count = rows;
+        if (rows == 0) return true;  // §6.5, the n == 0 rule: no rows, the column is not looked at
         auto it = dir.find(path);
         if (it == dir.end()) {
             // §6.5: a field without a default must have its column when there are rows
@@ -830,6 +831,7 @@ struct LazyDocument::Impl {
     }
     // A bool column's kind and values (0 or 1), read whole (the header's are one row).
     bool bool_column_ok(const std::string& path, std::uint64_t rows) {
+        if (rows == 0) return true;  // §6.5: not looked at
         auto it = dir.find(path);
         if (it == dir.end()) return true;
         const Entry& en = it->second;
