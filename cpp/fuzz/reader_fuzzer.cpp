@@ -15,7 +15,7 @@
 //   - an error of class InternalError (a reader's bug, never an input's fault), without a problem, or without
 //     a place (allowed only for an InputError about the whole file: "an ExecuTorch ETDump (...)");
 //   - a document the whole reader accepted that the lazy reader refuses or answers differently
-//     (node count, every answered node's trace as `trace --json` renders it).
+//     (node count, every answered node's trace as `trace --json` renders it, debug handles found and answered).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -148,7 +148,17 @@ void lazy(const std::string& file, const tracepack::current::Document* whole) {
     }
     for (std::int64_t h : {0, 1, 2, 3, 7, -1}) {
         tracepack::HandleInfo info;
-        if (!doc.debug_handle(h, info, e)) check_error(e, "lazy debug_handle");
+        const bool found = doc.debug_handle(h, info, e);
+        if (!found) check_error(e, "lazy debug_handle");
+        if (whole == nullptr) continue;
+        tracepack::HandleInfo want;
+        Error we;
+        if (ref.debug_handle(h, want, we) != found) finding("the lazy reader finds handle " + std::to_string(h) + " otherwise");
+        if (found && (info.op != want.op || info.stack_trace != want.stack_trace ||
+                      info.module_hierarchy != want.module_hierarchy || info.has_range != want.has_range ||
+                      info.file != want.file || info.start != want.start || info.end != want.end)) {
+            finding("the lazy reader answers handle " + std::to_string(h) + " differently");
+        }
     }
 }
 
