@@ -7,6 +7,7 @@ that are most likely to find where two implementations of the spec part."""
 
 from __future__ import annotations
 
+import json
 import resource
 import subprocess
 import sys
@@ -27,15 +28,37 @@ def test_the_corpus_is_there() -> None:
     assert {b"\0", b"\1", b"\2"} <= modes
 
 
+def _trace(command: list[str]) -> tuple[int, str, str | None, str | None]:
+    """``trace --error-format json FILE #0``: exit code, output, error class and place."""
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return 0, done.stdout, None, None
+    error = json.loads(done.stderr)
+    return done.returncode, done.stdout, error["error"], error["place"]
+
+
 @pytest.mark.parametrize("path", INPUTS, ids=[p.name[:12] for p in INPUTS])
 def test_the_readers_agree(cpp_bin: Path, path: Path, tmp_path: Path) -> None:
+    """``cat`` (the whole readers) gives the same bytes or the same error; ``trace #0`` (the lazy readers for
+    an uncompressed FlatBuffers file, else the whole ones) the same answer or error where the file is valid.
+    Where ``cat`` refuses the file, spec §9.5 lets a lazy reader refuse it (at any place) or answer from
+    the parts it read: then each does one of the two, and where both answer, they answer the same."""
     file = build_file(path.read_bytes())
     if file is None:  # too short to name a file: the harness reads nothing either
         assert len(path.read_bytes()) < 8
         return
     out = tmp_path / "fuzz.tpk"
     out.write_bytes(file)
-    harness.compare(cpp_bin, out, once=True)
+    whole = harness.compare(cpp_bin, out, once=True)
+    args = ["trace", "--error-format", "json", str(out), "#0"]
+    got = _trace([str(cpp_bin), *args])
+    want = _trace([sys.executable, "-m", "tracepack", *args])
+    if whole.code == 0:
+        assert got == want
+    else:
+        assert {got[0], want[0]} <= {0, 2}
+        if got[0] == want[0] == 0:
+            assert got[1] == want[1]
 
 
 REGRESSIONS = sorted((harness.REPO / "tests" / "fuzz_regressions" / "cpp_reader").glob("*"))
