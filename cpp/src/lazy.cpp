@@ -797,8 +797,6 @@ struct LazyDocument::Impl {
         if (!list_len("$.graph.nodes", node_count)) return false;
         static const char* const fields[5] = {"name", "target", "stack", "module", "stack_style"};
         for (unsigned f = 0; f < 5; ++f) {
-            // no rows: no column below is looked at (§6.5, the n == 0 rule; the whole readers ignore them too)
-            if (node_count == 0) break;
             // name and target have no default (§2.5); stack, module and stack_style do
             if (!column(std::string("$.graph.nodes[].") + fields[f], node_count, node_cols[f], f < 2)) return false;
         }
@@ -1064,9 +1062,7 @@ struct LazyDocument::Impl {
             for (unsigned j = 0; j < spec.columns; ++j) {
                 std::string p = base + "." + spec.c[j].name;
                 std::uint64_t len = 0;
-                if (!list_len(p, len)) return false;
-                t.c[j] = Col{};
-                if (len > 0 && !column(p + "[]", len, t.c[j], true)) return false;  // §6.5: no rows, nothing read
+                if (!list_len(p, len) || !column(p + "[]", len, t.c[j], true)) return false;
             }
         } else {
             std::size_t pos = 0;
