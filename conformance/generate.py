@@ -665,6 +665,9 @@ def invalid_vectors() -> list[Vector]:
     bad("container/empty", "§1.3 step 1", "an empty file", b"")
     bad("container/not-a-container", "§1.3 step 1", "JSON text, not a container",
         b'{"not": "a tracepack container, nor a torch program"}\n')  # fmt: skip
+    bad("container/etdump", "§1.3 step 1", "an ExecuTorch ETDump's header (FlatBuffers identifier ED00): a "
+        "ContainerError about the whole file, with no place (the C++ reader said InputError, found by cpp_reader)",
+        b"\x1c\x00\x00\x00\x00\x00\x00\x00ED00" + bytes(20))  # fmt: skip
     bad("container/truncated-header", "§1.3 step 1", "the first 20 bytes of a file", base[:20])
     bad("container/truncated-header-47", "§1.3 step 1", "the first 47 bytes of a file", base[:47])
     bad("container/bad-magic", "§1.3 step 2", "byte 6 of the magic changed (\\x1a -> \\x1b)",

@@ -13,7 +13,7 @@
 //
 // Findings, besides what the sanitizers, libFuzzer's -timeout and -rss_limit_mb report (each an abort):
 //   - an error of class InternalError (a reader's bug, never an input's fault), without a problem, or without
-//     a place (allowed only for an InputError about the whole file: "an ExecuTorch ETDump (...)");
+//     a place (allowed only for an error about the whole file: "an ExecuTorch ETDump (...)");
 //   - a document the whole reader accepted that the lazy reader refuses or answers differently
 //     (node count, every answered node's trace as `trace --json` renders it, debug handles found and answered).
 
@@ -51,8 +51,8 @@ constexpr std::size_t kMaxNodes = 32;
 
 void check_error(const Error& e, const char* step) {
     if (e.cls == ErrorClass::InternalError) finding(std::string(step) + ": InternalError: " + e.line("fuzz.tpk"));
-    // No place only for what the whole file is (an InputError naming another kind of file, spec §9).
-    if (e.problem.empty() || (e.where.empty() && e.cls != ErrorClass::InputError)) {
+    // No place only for what the whole file is (an ExecuTorch ETDump: a ContainerError of the file, spec §9).
+    if (e.problem.empty() || (e.where.empty() && e.cls != ErrorClass::InputError && e.cls != ErrorClass::ContainerError)) {
         finding(std::string(step) + ": an error without a place or a problem: " + e.line("fuzz.tpk"));
     }
 }

@@ -103,7 +103,8 @@ bool not_a_container(std::string_view data, Error& error) {
         return false;
     }
     if (at(8, "ED00")) {
-        error = Error{ErrorClass::InputError, {},
+        // the Python reader's class for it (tracepack.formats: a ContainerError, the file as a whole)
+        error = Error{ErrorClass::ContainerError, {},
                       "an ExecuTorch ETDump (a profile, not a program): annotate it with `tracepack annotate ETDUMP "
                       "--with ARTIFACT`",
                       kExpectedFormats, true};
