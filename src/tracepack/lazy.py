@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import msgspec
 
 from tracepack import interned_json
+from tracepack import model as m
 from tracepack.codecs import _fbrt as rt
 from tracepack.container import (
     BLOCK_TABLE_HEAD,
@@ -119,6 +120,8 @@ def _ref_targets(fb: ModuleType) -> frozenset[str]:
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
+#: the values of enum StackStyle (the same in every released version)
+_STACK_STYLES: Final = frozenset(int(s) for s in m.StackStyle)
 _U32: Final = struct.Struct("<I")
 #: A column or vector of the file: a plain typed view of a snapshot, or one that verifies its blocks.
 Column = memoryview | BlockView
@@ -1151,7 +1154,12 @@ class LazyNode:
 
     @property
     def stack_style(self) -> int:
-        return int(self._slot("stack_style"))
+        style = int(self._slot("stack_style"))
+        if style not in _STACK_STYLES:  # the column layout checks its enums itself; the row layout's is a byte
+            problem = f"{style} is not a value of enum StackStyle"
+            where = self._where("stack_style")
+            raise self._doc._newer(DecodeError(problem, source=self._doc.path, where=where))
+        return style
 
     def _meta_columns(self) -> tuple[list[int], list[int]]:
         d = self._doc
