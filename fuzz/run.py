@@ -30,6 +30,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,20 +156,16 @@ def build_cpp(name: str, work: Path) -> Path:
     ]  # fmt: skip
     todo = [(src, obj) for src, obj in jobs if not obj.exists()]
     print(f"fuzz: building {name} (clang++, {len(todo)} of {len(jobs)} files)", flush=True)
-    running: list[tuple[Path, subprocess.Popen[bytes]]] = []
 
-    def finish(obj: Path, proc: subprocess.Popen[bytes]) -> None:
-        if proc.wait() != 0:
-            raise SystemExit(f"fuzz: compiling the C++ reader for {name} failed")
+    def compile_one(job: tuple[Path, Path]) -> None:
+        src, obj = job
+        cmd = [clang, *flags, "-fsanitize=fuzzer-no-link,address,undefined", "-c", str(src), "-o", f"{obj}.tmp"]
+        if subprocess.run(cmd, check=False).returncode != 0:
+            raise SystemExit(f"fuzz: compiling {src.relative_to(ROOT)} for {name} failed")
         os.replace(f"{obj}.tmp", obj)
 
-    for src, obj in todo:
-        if len(running) >= (os.cpu_count() or 1):
-            finish(*running.pop(0))
-        cmd = [clang, *flags, "-fsanitize=fuzzer-no-link,address,undefined", "-c", str(src), "-o", f"{obj}.tmp"]
-        running.append((obj, subprocess.Popen(cmd)))
-    for obj, proc in running:
-        finish(obj, proc)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(compile_one, todo))
     link = [clang, *flags, "-fsanitize=fuzzer,address,undefined", str(source), *(str(o) for _, o in jobs)]
     subprocess.run([*link, "-lzstd", "-lz", "-o", f"{out}.tmp"], check=True)
     os.replace(f"{out}.tmp", out)

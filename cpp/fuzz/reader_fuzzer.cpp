@@ -27,6 +27,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tracepack/container.hpp"
@@ -103,7 +104,7 @@ std::string wrap(std::string_view payload, std::uint8_t codec, std::uint8_t vers
 
 // The lazy reader on `file` (through a memory file: it opens paths); with `whole` (the document the whole
 // reader accepted) its answers must be the same.
-void lazy(const std::string& file, const tracepack::current::Document* whole) {
+void lazy(const std::string& file, tracepack::current::Document* whole) {
     if (file.size() < tracepack::kHeaderSize) return;
     const auto codec = static_cast<std::uint8_t>(file[16]);
     if ((codec != 2 && codec != 4) || file[17] != 0) return;
@@ -122,7 +123,7 @@ void lazy(const std::string& file, const tracepack::current::Document* whole) {
     close(fd);
     tracepack::LazyDocument ref;
     if (whole != nullptr) {
-        ref.adopt(tracepack::current::Document(*whole));
+        ref.adopt(std::move(*whole));  // the whole reader is done with it: no copy
         if (ref.node_count() != doc.node_count()) finding("the lazy reader counts another number of nodes");
     }
     const std::uint64_t n = doc.node_count() < kMaxNodes ? doc.node_count() : kMaxNodes;

@@ -16,10 +16,9 @@ gives (exit code, output, error class and place). ``test_one_input`` is that Pyt
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Final
 
-from fuzz.common import ROOT, conformance_vectors, contract
+from fuzz.common import ROOT, conformance_vectors, contract, fix_tpk
 
 #: the modules the Python side reaches (the native run's coverage is libFuzzer's ``cov``/``ft``)
 TARGETS: Final = ()
@@ -27,53 +26,40 @@ CPP: Final = True
 SOURCE: Final = "cpp/fuzz/reader_fuzzer.cpp"
 DICT: Final = "tpk.dict"
 
-MAGIC: Final = b"\x89TPK\r\n\x1a\n"
+#: the released versions the native harness's byte 2 chooses from (its ``kVersions``; a test keeps them
+#: equal to ``tracepack.versions.RELEASED``)
 VERSIONS: Final = ((1, 0), (1, 1), (1, 2))
-
-
-def wrap(payload: bytes, codec: int, version: int, *, compression: int, dict_id: int, raw_length: int) -> bytes:
-    """A container around ``payload`` with correct checksums (as the native harness's ``wrap``)."""
-    major, minor = VERSIONS[version]
-    head = MAGIC + struct.pack(
-        "<HHHHBBHIQQI",
-        1,
-        48,
-        major,
-        minor,
-        codec,
-        compression,
-        0,
-        dict_id,
-        len(payload),
-        raw_length,
-        zlib.crc32(payload),
-    )
-    return head + struct.pack("<I", zlib.crc32(head)) + payload
 
 
 def dictionary_ids() -> list[int]:
     """The built-in dictionaries in the order of ``MANIFEST.tsv`` (what the native harness indexes)."""
-    lines = (ROOT / "src/tracepack/data/zstd/MANIFEST.tsv").read_text().splitlines()
-    return [int(line.split("\t")[0]) for line in lines if line[:1].isdigit()]
+    from tracepack.dictionaries import BUILTIN
+
+    return [d.dict_id for d in BUILTIN]
 
 
 def build_file(data: bytes) -> bytes | None:
     """The file the native harness reads for ``data`` (None: it reads nothing)."""
+    from tracepack.container import CODEC_IDS, pack
+
     if not data:
         return None
     mode = data[0] % 3
     if mode == 0:
         return data[1:]
-    if mode == 1:
-        if len(data) < 3:
-            return None
-        return wrap(data[3:], data[1] % 5, data[2] % 3, compression=0, dict_id=0, raw_length=len(data) - 3)
-    if len(data) < 8:
+    if len(data) < (3 if mode == 1 else 8):
         return None
+    codec, version = CODEC_IDS[data[1] % 5], VERSIONS[data[2] % 3]
+    if mode == 1:
+        return pack(data[3:], schema_version=version, codec=codec, block_checksums=False)
+    # a zstd payload as it is: the header says so, names the dictionary and the raw length, CRCs fixed
     ids = dictionary_ids()
-    dict_id = ids[(data[3] - 1) % len(ids)] if data[3] and ids else 0
-    raw = int.from_bytes(data[4:8], "little")
-    return wrap(data[8:], data[1] % 5, data[2] % 3, compression=1, dict_id=dict_id, raw_length=raw)
+    file = bytearray(pack(data[8:], schema_version=version, codec=codec, block_checksums=False))
+    file[17] = 1
+    struct.pack_into("<I", file, 20, ids[(data[3] - 1) % len(ids)] if data[3] else 0)
+    file[32:40] = data[4:8] + bytes(4)
+    fix_tpk(file)
+    return bytes(file)
 
 
 def test_one_input(data: bytes) -> None:

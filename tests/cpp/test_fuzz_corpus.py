@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.harnesses.cpp_reader import build_file
+from fuzz.harnesses.cpp_reader import VERSIONS, build_file
 from tests.cpp import harness
+from tracepack.cli import main
 from tracepack.formats import sniff
+from tracepack.versions import RELEASED
 
 #: the formats the Python reader imports (torch.export model.json and archives, ExecuTorch programs)
 LEGACY = ("model.json", "zip", "pte")
@@ -27,22 +29,35 @@ INPUTS = sorted(p for p in CORPUS.iterdir() if p.is_file()) if CORPUS.is_dir() e
 
 
 def test_the_corpus_is_there() -> None:
+    assert tuple(RELEASED) == VERSIONS, "cpp/fuzz/reader_fuzzer.cpp's kVersions and VERSIONS name the releases"
     assert len(INPUTS) >= 100
     modes = {p.read_bytes()[:1] for p in INPUTS}
     assert {b"\0", b"\1", b"\2"} <= modes
 
 
-def _trace(command: list[str]) -> tuple[int, str, str | None, str | None]:
-    """``trace --error-format json FILE #0``: exit code, output, error class and place."""
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode == 0:
-        return 0, done.stdout, None, None
-    error = json.loads(done.stderr)
-    return done.returncode, done.stdout, error["error"], error["place"]
+def _outcome(code: int, out: str, err: str) -> tuple[int, str, str | None, str | None]:
+    """``trace --error-format json``'s exit code, output, error class and place."""
+    if code == 0:
+        return 0, out, None, None
+    error = json.loads(err)
+    return code, out, error["error"], error["place"]
+
+
+def _cpp_trace(cpp_bin: Path, args: list[str]) -> tuple[int, str, str | None, str | None]:
+    done = subprocess.run([str(cpp_bin), *args], capture_output=True, text=True, check=False)
+    return _outcome(done.returncode, done.stdout, done.stderr)
+
+
+def _python_trace(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str | None, str | None]:
+    """``tracepack trace`` in this process (no interpreter start per input)."""
+    capsys.readouterr()
+    code = main(args)
+    got = capsys.readouterr()
+    return _outcome(code, got.out, got.err)
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=[p.name[:12] for p in INPUTS])
-def test_the_readers_agree(cpp_bin: Path, path: Path, tmp_path: Path) -> None:
+def test_the_readers_agree(cpp_bin: Path, path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``cat`` (the whole readers) gives the same bytes or the same error; ``trace #0`` (the lazy readers for
     an uncompressed FlatBuffers file, else the whole ones) the same answer or error where the file is valid.
     Where ``cat`` refuses the file, spec §9.5 lets a lazy reader refuse it (at any place) or answer from
@@ -59,8 +74,8 @@ def test_the_readers_agree(cpp_bin: Path, path: Path, tmp_path: Path) -> None:
         return
     whole = harness.compare(cpp_bin, out, once=True)
     args = ["trace", "--error-format", "json", str(out), "#0"]
-    got = _trace([str(cpp_bin), *args])
-    want = _trace([sys.executable, "-m", "tracepack", *args])
+    got = _cpp_trace(cpp_bin, args)
+    want = _python_trace(args, capsys)
     if whole.code == 0:
         assert got == want
     else:
