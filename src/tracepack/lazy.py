@@ -69,7 +69,6 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import msgspec
 
 from tracepack import interned_json
-from tracepack import model as m
 from tracepack.codecs import _fbrt as rt
 from tracepack.container import (
     BLOCK_TABLE_HEAD,
@@ -112,6 +111,14 @@ LAZY_CODECS: Final = ("flatbuffers-rows", "flatbuffers-columns")
 
 
 @cache
+def _stack_styles(version: tuple[int, int]) -> frozenset[int]:
+    """The values of enum StackStyle in ``version``'s generated model (loaded with its codec already)."""
+    from tracepack.versions import generated
+
+    return frozenset(int(s) for s in generated(version).model.StackStyle)
+
+
+@cache
 def _ref_targets(fb: ModuleType) -> frozenset[str]:
     """The tables a version's references point into (once per version, not per table opened)."""
     return frozenset(ref for ref, _, _ in fb.REFS.values())
@@ -120,8 +127,6 @@ def _ref_targets(fb: ModuleType) -> frozenset[str]:
 # Errors that only a malformed buffer can cause once the explicit checks are done.
 _MALFORMED = (rt.Bad, struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError)
 _NO_ROWS: Final[list[int]] = []
-#: the values of enum StackStyle (the same in every released version)
-_STACK_STYLES: Final = frozenset(int(s) for s in m.StackStyle)
 _U32: Final = struct.Struct("<I")
 #: A column or vector of the file: a plain typed view of a snapshot, or one that verifies its blocks.
 Column = memoryview | BlockView
@@ -1155,7 +1160,8 @@ class LazyNode:
     @property
     def stack_style(self) -> int:
         style = int(self._slot("stack_style"))
-        if style not in _STACK_STYLES:  # the column layout checks its enums itself; the row layout's is a byte
+        # the column layout checks its enums itself; the row layout's is a byte
+        if style not in _stack_styles(self._doc._version):
             problem = f"{style} is not a value of enum StackStyle"
             where = self._where("stack_style")
             raise self._doc._newer(DecodeError(problem, source=self._doc.path, where=where))
