@@ -268,12 +268,20 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     Options o;
     std::vector<std::string> positional;
+    // Which run of positionals between options each one came in (0: the command), as argparse sees them.
+    std::vector<int> run_of;
+    int run = 0;
+    bool after_positional = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
+        bool follows_positional = after_positional;
+        after_positional = false;
         if (a == "-h" || a == "--help") {
             std::fputs(kUsage, stdout);
             return kExitOk;
         }
+        // Options follow the command, as in `tracepack COMMAND [options]` (argparse's subcommands).
+        if (positional.empty() && a.size() > 1 && a[0] == '-') return usage_error(o, "unrecognized arguments: " + a);
         if (a == "--json") {
             o.json = true;
             continue;
@@ -313,10 +321,24 @@ int main(int argc, char** argv) {
             continue;
         }
         if (a.size() > 1 && a[0] == '-' && a != "-") return usage_error(o, "unrecognized arguments: " + a);
+        if (!positional.empty() && !follows_positional) ++run;
         positional.push_back(a);
+        run_of.push_back(run);
+        after_positional = !(positional.size() == 1);  // the command's arguments start a run of their own
     }
     if (positional.empty()) return usage_error(o, "the following arguments are required: command");
     o.command = positional[0];
+    if (o.command == "trace" || o.command == "cat") {
+        // argparse fills FILE NODE... (trace) or FILE (cat) from the first run of positionals, and NODE...
+        // from the second when the first held FILE alone; a run after that is not its arguments.
+        bool file_alone = positional.size() > 1 && (positional.size() == 2 || run_of[2] != run_of[1]);
+        int last_run = o.command == "trace" && file_alone ? 2 : 1;
+        std::string extras;
+        for (std::size_t k = 1; k < positional.size(); ++k) {
+            if (run_of[k] > last_run) extras += (extras.empty() ? "" : " ") + positional[k];
+        }
+        if (!extras.empty()) return usage_error(o, "unrecognized arguments: " + extras);
+    }
     if (o.command == "trace") {
         if (positional.size() < 3) return usage_error(o, "trace takes a FILE and one or more NODEs");
         o.file = positional[1];
@@ -327,6 +349,7 @@ int main(int argc, char** argv) {
     if (o.command != "cat") {
         return usage_error(o, "argument command: invalid choice: '" + o.command + "' (choose from 'cat', 'trace')");
     }
+    if (o.json) return usage_error(o, "unrecognized arguments: --json");  // trace's option, not cat's
     if (positional.size() != 2) return usage_error(o, "cat takes one FILE");
     o.file = positional[1];
     if (o.file == "-") return usage_error(o, "standard input is not read yet: give a FILE");
