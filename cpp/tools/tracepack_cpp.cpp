@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
         if (!positional.empty() && !follows_positional) ++run;
         positional.push_back(a);
         run_of.push_back(run);
-        after_positional = !(positional.size() == 1);  // the command's arguments start a run of their own
+        after_positional = positional.size() > 1;  // the command's arguments start a run of their own
     }
     if (positional.empty()) return usage_error(o, "the following arguments are required: command");
     o.command = positional[0];
