@@ -271,11 +271,9 @@ int main(int argc, char** argv) {
     // Which run of positionals between options each one came in (0: the command), as argparse sees them.
     std::vector<int> run_of;
     int run = 0;
-    bool after_positional = false;
+    int last_at = -1;  // argv index of the last positional
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        bool follows_positional = after_positional;
-        after_positional = false;
         if (a == "-h" || a == "--help") {
             std::fputs(kUsage, stdout);
             return kExitOk;
@@ -321,10 +319,11 @@ int main(int argc, char** argv) {
             continue;
         }
         if (a.size() > 1 && a[0] == '-' && a != "-") return usage_error(o, "unrecognized arguments: " + a);
-        if (!positional.empty() && !follows_positional) ++run;
+        // the command's arguments start a run of their own; an option (and its value) ends a run
+        if (positional.size() == 1 || (positional.size() > 1 && last_at != i - 1)) ++run;
         positional.push_back(a);
         run_of.push_back(run);
-        after_positional = positional.size() > 1;  // the command's arguments start a run of their own
+        last_at = i;
     }
     if (positional.empty()) return usage_error(o, "the following arguments are required: command");
     o.command = positional[0];

@@ -59,7 +59,8 @@ _GOOD_OPTIONS = st.lists(st.sampled_from([["--error-format", "json"], ["--error-
 
 @st.composite
 def _argv(draw: st.DrawFn) -> list[str]:
-    """A command line each program accepts, then up to three edits: a token inserted, dropped or replaced."""
+    """A command line each program accepts, then up to three edits: a token inserted, dropped, replaced or
+    moved (before the command too), or an option inserted."""
     file = [draw(st.sampled_from(FILES))]
     if draw(st.booleans()):
         groups = [["cat"], *draw(_GOOD_OPTIONS), file]
@@ -72,7 +73,7 @@ def _argv(draw: st.DrawFn) -> list[str]:
         edit = draw(st.sampled_from(["insert", "option", "drop", "replace", "move"]))
         if edit in ("drop", "replace", "move") and at < len(groups):
             moved = groups.pop(at)
-            if edit == "move":  # anywhere, before the command too
+            if edit == "move":
                 groups.insert(draw(st.integers(0, len(groups))), moved)
         if edit in ("insert", "replace"):
             groups.insert(at, draw(_TOKEN))

@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import zipfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,17 @@ def tensors(values: list[dict[str, Any]]) -> list[Any]:
     return [torch.tensor(t["values"], dtype=getattr(torch, t["dtype"])).reshape(t["shape"]) for t in values]
 
 
+def outputs(program: Any, inputs: list[dict[str, Any]]) -> list[Any]:
+    """The program's outputs on one recorded input, as a list."""
+    got = program.module()(*tensors(inputs))
+    return list(got) if isinstance(got, (list, tuple)) else [got]
+
+
 def outputs_match(program: Any, entry: dict[str, Any]) -> tuple[bool, bool]:
     """(exactly equal, equal within float32 rounding) on every recorded input."""
     exact = close = True
     for inputs, recorded in zip(entry["inputs"], entry["outputs"], strict=True):
-        got = program.module()(*tensors(inputs))
-        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        got = outputs(program, inputs)
         want = recorded if isinstance(recorded, list) else [recorded]
         for g, w in zip(got, tensors(want), strict=True):
             assert g.shape == w.shape
@@ -110,6 +116,7 @@ def test_a_newer_releases_programs_run_or_are_refused_in_one_line() -> None:
         assert loaded == []
 
 
+@cache
 def _native(version: str, name: str) -> Any | None:
     """The sample as the installed torch loads it itself (``torch.export.load``), or None if it cannot."""
     try:
@@ -123,12 +130,8 @@ def reproduced_here() -> set[str]:
     release's sample it loads itself, without tracepack. Float kernels are chosen per CPU (AVX2,
     AVX-512...), so on another machine than the recording one a model may round differently in every
     release, torch's own load included: bit identity with the recordings is only asked of the others."""
-    models = set()
-    for version, name in EXPORTS:
-        program = _native(version, name) if version == NEWEST else None
-        if program is not None and outputs_match(program, readback(version)["files"][name])[0]:
-            models.add(name)
-    return models
+    own = [(v, n) for v, n in EXPORTS if v == NEWEST]
+    return {n for v, n in own if (p := _native(v, n)) is not None and outputs_match(p, readback(v)["files"][n])[0]}
 
 
 def test_most_outputs_are_bit_identical_where_this_machine_reproduces_the_recordings() -> None:
@@ -153,9 +156,7 @@ def test_upgraded_programs_compute_what_torch_computes_bit_for_bit() -> None:
         compared.add((version, name))
         upgraded = load_upgraded(path(version, name).read_bytes(), source=name)
         for inputs in readback(version)["files"][name]["inputs"]:
-            want, got = native.module()(*tensors(inputs)), upgraded.module()(*tensors(inputs))
-            want = list(want) if isinstance(want, (list, tuple)) else [want]
-            got = list(got) if isinstance(got, (list, tuple)) else [got]
+            want, got = outputs(native, inputs), outputs(upgraded, inputs)
             assert len(got) == len(want), (version, name)
             assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)), (version, name)
     own = {(v, n) for v, n in EXPORTS if v == NEWEST and not refused_here(v, n)}
