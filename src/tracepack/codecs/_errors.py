@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
 import msgspec.inspect as mi
 
 from tracepack.errors import DecodeError
@@ -59,7 +58,7 @@ def _field_type(t: Any, key: str) -> Any:
     return None
 
 
-def decode_error(exc: msgspec.MsgspecError, *, source: str | None, root: type, codec: str) -> DecodeError:
+def decode_error(exc: Exception, *, source: str | None, root: type, codec: str) -> DecodeError:
     """A DecodeError for a msgspec failure decoding ``root`` with ``codec``."""
     text = str(exc)
     message, sep, path = text.rpartition(" - at ")

@@ -93,6 +93,7 @@ import msgspec
 import msgspec.inspect as mi
 import zstandard
 
+from tracepack.codecs._utf8 import bad_utf8_reason
 from tracepack.errors import NOT_DECODE_ERRORS, DecodeError, EncodeError, SchemaError
 from tracepack.versions import RELEASED, generated
 
@@ -214,16 +215,17 @@ class _Reader:
             decoder = _INT_LIST
         try:
             values: list[Any] = decoder.decode(raw)
-        except msgspec.ValidationError as exc:
-            text, sep, at = str(exc).rpartition(" - at ")
-            m = _ROW.match(at) if sep else None
-            if m is None:
-                raise self.error(path, f"not a list of values: {exc}", expected=what) from None
-            raise self.error(path, f"row {m.group(1)}: {text}", expected=what) from None
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            reason = bad_utf8_reason(exc, raw, decoder.decode, json=False)
+            if reason is not None:
+                raise self.error(path, f"a string is not valid UTF-8 ({reason})") from None
+            if isinstance(exc, msgspec.ValidationError):
+                text, sep, at = str(exc).rpartition(" - at ")
+                m = _ROW.match(at) if sep else None
+                if m is None:
+                    raise self.error(path, f"not a list of values: {exc}", expected=what) from None
+                raise self.error(path, f"row {m.group(1)}: {text}", expected=what) from None
             raise self.error(path, f"not valid MessagePack: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
         if len(values) != n:
             raise self.error(path, f"the column has {len(values)} values", expected=f"{n}, one per row")
         if encoding == DELTA:
@@ -250,12 +252,13 @@ class _Reader:
         """A ``forms``-encoded string column: literals, then strings rebuilt as prefix + number + suffix."""
         try:
             literals, steps, prefixes, suffixes, residuals = _FORMS_DECODER.decode(raw)
-        except msgspec.ValidationError as exc:
-            raise self.error(path, f"not a forms column: {exc}", expected=_FORMS_WHAT) from None
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            reason = bad_utf8_reason(exc, raw, _FORMS_DECODER.decode, json=False)
+            if reason is not None:
+                raise self.error(path, f"a string is not valid UTF-8 ({reason})") from None
+            if isinstance(exc, msgspec.ValidationError):
+                raise self.error(path, f"not a forms column: {exc}", expected=_FORMS_WHAT) from None
             raise self.error(path, f"not valid MessagePack: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise self.error(path, f"a string is not valid UTF-8 ({exc.reason})") from None
         if not len(steps) == len(prefixes) == len(suffixes) == len(residuals):
             raise self.error(path, "the forms' columns differ in length", expected=_FORMS_WHAT)
         if len(literals) < n:
@@ -1100,10 +1103,11 @@ def decode_model(data: bytes | memoryview, root: type, *, source: str | None = N
     try:
         # Nesting (in columns this build does not read) is held to the max_depth budget exactly (spec §9.6).
         payload = run(lambda: _payload_decoder.decode(data), source, DecodeError, "payload", msgpack=data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
+        reason = bad_utf8_reason(exc, data, _payload_decoder.decode, json=False)
+        if reason is not None:
+            raise DecodeError(f"a string is not valid UTF-8 ({reason})", source=source, where="payload") from None
         raise DecodeError(f"not a columnar payload: {exc}", source=source, where="payload") from None
-    except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
-        raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
     _check_unique_keys(data, len(payload.columns), source)
     if payload.format != FORMAT:
         raise DecodeError(

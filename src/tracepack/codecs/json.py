@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from tracepack.codecs._errors import decode_error
+from tracepack.codecs._utf8 import bad_utf8_reason
 from tracepack.errors import DecodeError
 from tracepack.versions import generated
 
@@ -69,10 +70,11 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
     gen = generated(version)
     try:
         keyed = _decoder(version).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        reason = bad_utf8_reason(exc, data, _decoder(version).decode, json=True)
+        if reason is not None:
+            raise DecodeError(f"a string is not valid UTF-8 ({reason})", source=source, where="payload") from None
         raise decode_error(exc, source=source, root=gen.json_model.Document, codec="JSON") from None
-    except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
-        raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
     check_text(data, source=source)
     try:
         return gen.convert.from_json(keyed)

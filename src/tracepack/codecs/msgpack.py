@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from tracepack.codecs._errors import decode_error
+from tracepack.codecs._utf8 import bad_utf8_reason
 from tracepack.errors import DecodeError
 from tracepack.versions import generated
 
@@ -30,7 +31,8 @@ def decode(data: bytes | memoryview, version: tuple[int, int], *, source: str | 
     """Decode into the generated model of ``version``."""
     try:
         return _decoder(version).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        reason = bad_utf8_reason(exc, data, _decoder(version).decode, json=False)
+        if reason is not None:
+            raise DecodeError(f"a string is not valid UTF-8 ({reason})", source=source, where="payload") from None
         raise decode_error(exc, source=source, root=generated(version).model.Document, codec="MessagePack") from None
-    except UnicodeDecodeError as exc:  # msgspec lets invalid UTF-8 inside strings through as this
-        raise DecodeError(f"a string is not valid UTF-8 ({exc.reason})", source=source, where="payload") from None
