@@ -262,7 +262,7 @@ def _check_default(f: Field, raw_default: object, enums: dict[str, Enum], proble
             problems.add(where, f"default {raw_default!r} is not a string")
     elif t.kind == "enum":
         names = {v.name for v in enums[t.name].values}
-        if raw_default not in names:
+        if not isinstance(raw_default, str) or raw_default not in names:  # a TOML array or table is not hashable
             problems.add(where, f"default {raw_default!r} is not a value of enum {t.name}")
     else:
         problems.add(where, f"a {t.kind} field cannot have a default; use optional = true")
