@@ -48,18 +48,18 @@ def bad_utf8_reason(
     spans = [(a, b) for a, b in (_json_strings(view) if json else _msgpack_strings(view)) if _reason(view[a:b])]
     if not spans:  # not where this reading of the bytes looked: the first invalid byte's
         return _reason(view) or "invalid UTF-8"
+    clean = bytearray(view)  # every invalid string replaced; each try puts one back
+    for start, end in spans:
+        clean[start:end] = view[start:end].translate(_NON_ASCII) if json else b"x" * (end - start)
     culprit = spans[0]
-    for span in spans[:_TRIES]:
-        trial = bytearray(view)
-        for other in spans:
-            if other != span:
-                start, end = other
-                trial[start:end] = view[start:end].translate(_NON_ASCII) if json else b"x" * (end - start)
+    for start, end in spans[:_TRIES]:
+        trial = bytearray(clean)
+        trial[start:end] = view[start:end]
         try:
             decode(bytes(trial))
         except (msgspec.DecodeError, UnicodeDecodeError) as again:
             if isinstance(again, UnicodeDecodeError) or str(again).startswith("Invalid UTF-8"):
-                culprit = span
+                culprit = (start, end)
                 break
         except Exception:  # any other answer: msgspec did not stop at this string
             continue
